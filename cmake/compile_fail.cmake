@@ -1,0 +1,25 @@
+# Runs one compile-fail pair: SOURCE must compile without CTSPMD_KO and must fail with it,
+# printing a diagnostic that matches the regex on the source's `// expect: ` line.
+file(STRINGS ${SOURCE} expect_line REGEX "^// expect: ")
+if(NOT expect_line)
+  message(FATAL_ERROR "${SOURCE} has no '// expect: <regex>' line")
+endif()
+string(REGEX REPLACE "^// expect: " "" expect "${expect_line}")
+set(flags -std=c++20 -fsyntax-only -Wall -Wextra -Werror)
+foreach(dir IN LISTS INCLUDES)
+  list(APPEND flags -I${dir})
+endforeach()
+
+execute_process(COMMAND ${CXX} ${flags} ${SOURCE} RESULT_VARIABLE ok_rc OUTPUT_VARIABLE ok_out ERROR_VARIABLE ok_out)
+if(NOT ok_rc EQUAL 0)
+  message(FATAL_ERROR "the ok variant of ${SOURCE} does not compile:\n${ok_out}")
+endif()
+execute_process(COMMAND ${CXX} ${flags} -DCTSPMD_KO ${SOURCE} RESULT_VARIABLE ko_rc OUTPUT_VARIABLE ko_out
+                ERROR_VARIABLE ko_out)
+if(ko_rc EQUAL 0)
+  message(FATAL_ERROR "the ko variant of ${SOURCE} compiles, but must not")
+endif()
+if(NOT ko_out MATCHES "${expect}")
+  message(FATAL_ERROR "the ko variant of ${SOURCE} fails without the expected message '${expect}':\n${ko_out}")
+endif()
+message(STATUS "ok compiles; ko fails with '${expect}'")

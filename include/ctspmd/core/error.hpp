@@ -1,0 +1,172 @@
+#ifndef CTSPMD_CORE_ERROR_HPP
+#define CTSPMD_CORE_ERROR_HPP
+/// \file Errors: `error_kind`, `spmd_error`, the `error_info` a failed check records, and
+/// `result<T>` / `status`, the result-returning form every fallible operation has.
+///
+/// A failed check is first an `error_info` value (kind, operator, message with `{}`
+/// placeholders, up to four integer values). `raise` turns it into the failure the caller
+/// sees: during constant evaluation a compile error whose notes show the message (Clang also
+/// shows the values), at run time a thrown `spmd_error` with the formatted message.
+
+#include <array>
+#include <cstdint>
+#include <exception>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace ctspmd {
+
+/// What kind of precondition failed (Paddle's error classes).
+enum class error_kind { invalid_argument, unimplemented, precondition_not_met, not_found, already_exists };
+
+/// The snake_case name of an error kind, as the JSON tool prints it.
+constexpr std::string_view to_string(error_kind k) noexcept {
+  switch (k) {
+    case error_kind::invalid_argument: return "invalid_argument";
+    case error_kind::unimplemented: return "unimplemented";
+    case error_kind::precondition_not_met: return "precondition_not_met";
+    case error_kind::not_found: return "not_found";
+    case error_kind::already_exists: return "already_exists";
+  }
+  return "unknown";
+}
+
+/// A recorded failure: what went wrong, in which operator, with which values.
+/// `format` is a string literal; `{}` stands for the next value as an integer and `{c}`
+/// for the next value as a character (an axis label).
+struct error_info {
+  error_kind kind = error_kind::invalid_argument;
+  std::string_view op{};          ///< operator or function that failed ("" for none)
+  const char* format = "";        ///< message with `{}` / `{c}` placeholders
+  std::array<std::int64_t, 4> values{};
+
+  /// The message with its values substituted, prefixed by the operator name.
+  std::string message() const {
+    std::string out;
+    if (!op.empty()) {
+      out.append(op);
+      out.append(": ");
+    }
+    std::size_t next = 0;
+    for (const char* p = format; *p != '\0'; ++p) {
+      const bool int_slot = p[0] == '{' && p[1] == '}';
+      const bool char_slot = p[0] == '{' && p[1] == 'c' && p[2] == '}';
+      if ((int_slot || char_slot) && next < values.size()) {
+        const std::int64_t v = values[next++];
+        if (char_slot)
+          out.push_back(static_cast<char>(v));
+        else
+          out.append(std::to_string(v));
+        p += char_slot ? 2 : 1;
+      } else {
+        out.push_back(*p);
+      }
+    }
+    return out;
+  }
+};
+
+/// Thrown at run time for every violated precondition.
+class spmd_error : public std::exception {
+ public:
+  spmd_error(error_kind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+  explicit spmd_error(const error_info& e) : spmd_error(e.kind, e.message()) {}
+  error_kind kind() const noexcept { return kind_; }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  error_kind kind_;
+  std::string message_;
+};
+
+/// Builds an `error_info`; values may be integers or characters.
+template <class... V>
+constexpr error_info make_error(error_kind kind, std::string_view op, const char* format, V... values) {
+  static_assert(sizeof...(V) <= 4, "an error message holds at most four values");
+  return error_info{kind, op, format, {static_cast<std::int64_t>(values)...}};
+}
+
+namespace detail {
+inline constexpr char no_message[] = "";
+
+/// Reached only during constant evaluation, to stop it with a readable diagnostic.
+template <class = void>
+constexpr void sharding_check_failed(error_kind, std::string_view op, const char* message, std::int64_t v0,
+                                     std::int64_t v1, std::int64_t v2, std::int64_t v3) {
+  (void)op, (void)v0, (void)v1, (void)v2, (void)v3;
+  // COMPILE ERROR HERE: a sharding precondition failed during constant evaluation.
+  // The message is the string below (its {} are the values in the call above, in order).
+  if (message < no_message) {
+  }
+}
+
+[[noreturn]] inline void throw_spmd_error(const error_info& e) { throw spmd_error(e); }
+}  // namespace detail
+
+/// Fails with `e`: a compile error in constant evaluation, a thrown `spmd_error` otherwise.
+constexpr void raise(const error_info& e) {
+  if (std::is_constant_evaluated())
+    detail::sharding_check_failed(e.kind, e.op, e.format, e.values[0], e.values[1], e.values[2], e.values[3]);
+  else
+    detail::throw_spmd_error(e);
+}
+
+/// The outcome of a check that produces no value: ok, or an error.
+class [[nodiscard]] status {
+ public:
+  constexpr status() noexcept = default;
+  constexpr status(const error_info& e) noexcept : error_(e), ok_(false) {}  // NOLINT: implicit by design
+  constexpr bool ok() const noexcept { return ok_; }
+  constexpr explicit operator bool() const noexcept { return ok_; }
+  constexpr const error_info& error() const noexcept { return error_; }
+  /// Raises the error if there is one.
+  constexpr void check() const {
+    if (!ok_) raise(error_);
+  }
+
+ private:
+  error_info error_{};
+  bool ok_ = true;
+};
+
+/// A value or the error that prevented it (the result-returning twin of a throwing call).
+template <class T>
+class [[nodiscard]] result {
+ public:
+  constexpr result(T value) : value_(std::move(value)) {}                      // NOLINT: implicit by design
+  constexpr result(const error_info& e) : error_(e), ok_(false) {}             // NOLINT: implicit by design
+  constexpr bool ok() const noexcept { return ok_; }
+  constexpr explicit operator bool() const noexcept { return ok_; }
+  constexpr const error_info& error() const noexcept { return error_; }
+  constexpr error_kind kind() const noexcept { return error_.kind; }
+  /// The value; raises the error if there is none.
+  constexpr const T& value() const& {
+    if (!ok_) raise(error_);
+    return value_;
+  }
+  constexpr T&& value() && {
+    if (!ok_) raise(error_);
+    return std::move(value_);
+  }
+  constexpr const T& operator*() const& noexcept { return value_; }
+  constexpr const T* operator->() const noexcept { return &value_; }
+
+ private:
+  T value_{};
+  error_info error_{};
+  bool ok_ = true;
+};
+
+}  // namespace ctspmd
+
+/// Propagates a failed `status` / `result` from the enclosing function.
+#define CTSPMD_TRY(...)                              \
+  do {                                               \
+    if (auto ctspmd_try_ = (__VA_ARGS__); !ctspmd_try_) \
+      return ctspmd_try_.error();                    \
+  } while (false)
+
+#endif

@@ -1,0 +1,22 @@
+#ifndef CTSPMD_CTSPMD_HPP
+#define CTSPMD_CTSPMD_HPP
+/// \file The whole compile-time library.
+
+#include <ctspmd/core/config.hpp>
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/core/fixed_string.hpp>
+#include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/dist/dist_tensor_spec.hpp>
+#include <ctspmd/dist/format.hpp>
+#include <ctspmd/dist/process_mesh.hpp>
+#include <ctspmd/dist/spmd_info.hpp>
+#include <ctspmd/dist/tensor_dist_attr.hpp>
+#include <ctspmd/merge/axis_to_dim_map.hpp>
+#include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/rules/rule_base.hpp>
+
+#endif

@@ -1,0 +1,70 @@
+#ifndef CTSPMD_MERGE_AXIS_TO_DIM_MAP_HPP
+#define CTSPMD_MERGE_AXIS_TO_DIM_MAP_HPP
+/// \file `axis_to_dim_map`: the merged sharding of every axis label, label -> mesh dim.
+
+#include <array>
+#include <cstdint>
+
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/notation/axes.hpp>
+
+namespace ctspmd {
+
+/// For each axis letter seen by a merge: -1 (replicated) or the mesh dim that shards it.
+/// A fixed table over the 52 letters, so lookups are O(1) and nothing allocates.
+class axis_to_dim_map {
+ public:
+  constexpr axis_to_dim_map() noexcept {
+    for (auto& d : dims_) d = absent;
+  }
+
+  /// True if `label` is a letter the map has an entry for.
+  constexpr bool contains(char label) const noexcept {
+    const int i = axis_letter_index(label);
+    return i >= 0 && dims_[static_cast<std::size_t>(i)] != absent;
+  }
+  /// The mesh dim of `label` (-1 if replicated), or the error that it has no entry.
+  constexpr result<std::int64_t> find(char label) const {
+    if (!contains(label))
+      return make_error(error_kind::invalid_argument, "axis_to_dim_map", "tensor axis '{c}' is not in the axis-to-dim map",
+                        label);
+    return std::int64_t{dims_[static_cast<std::size_t>(axis_letter_index(label))]};
+  }
+  /// The mesh dim of `label`; a label without an entry is an `invalid_argument`.
+  constexpr std::int64_t at(char label) const { return find(label).value(); }
+  /// Sets the entry of the letter `label` to `mesh_dim` (-1 or a mesh dim below max_mesh_ndim).
+  constexpr void set(char label, std::int64_t mesh_dim) {
+    const int i = axis_letter_index(label);
+    if (i < 0)
+      raise(make_error(error_kind::invalid_argument, "axis_to_dim_map", "'{c}' is not an axis letter (a-z, A-Z)", label));
+    if (mesh_dim < -1 || mesh_dim >= static_cast<std::int64_t>(max_mesh_ndim))
+      raise(make_error(error_kind::invalid_argument, "axis_to_dim_map", "mesh dim {} of axis '{c}' is out of range",
+                       mesh_dim, label));
+    dims_[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(mesh_dim);
+  }
+  /// Number of labels with an entry.
+  constexpr std::size_t size() const noexcept {
+    std::size_t n = 0;
+    for (auto d : dims_) n += d != absent;
+    return n;
+  }
+  /// Calls `f(label, mesh_dim)` for every entry, in letter order (a-z, then A-Z).
+  template <class F>
+  constexpr void for_each(F&& f) const {
+    for (std::size_t i = 0; i < dims_.size(); ++i)
+      if (dims_[i] != absent) f(label_of(i), std::int64_t{dims_[i]});
+  }
+
+  friend constexpr bool operator==(const axis_to_dim_map&, const axis_to_dim_map&) = default;
+
+ private:
+  static constexpr std::int8_t absent = -2;
+  static constexpr char label_of(std::size_t i) noexcept {
+    return static_cast<char>(i < 26 ? 'a' + i : 'A' + (i - 26));
+  }
+  std::array<std::int8_t, axis_letter_count> dims_{};
+};
+
+}  // namespace ctspmd
+
+#endif

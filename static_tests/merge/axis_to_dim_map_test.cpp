@@ -1,0 +1,20 @@
+#include <ctspmd/merge/axis_to_dim_map.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using ctspmd_test::constant_evaluates;
+
+constexpr axis_to_dim_map map = [] {
+  axis_to_dim_map m;
+  m.set('a', 0);
+  m.set('k', -1);
+  m.set('Z', 2);
+  return m;
+}();
+static_assert(map.contains('a') && map.contains('k') && map.contains('Z') && !map.contains('b'));
+static_assert(map.at('a') == 0 && map.at('k') == -1 && map.at('Z') == 2 && map.size() == 3);
+static_assert(!map.contains('1') && !map.find('b') && map.find('b').kind() == error_kind::invalid_argument);
+static_assert(!constant_evaluates<[] { return map.at('b'); }>);
+static_assert(!constant_evaluates<[] { axis_to_dim_map().set('1', 0); }>);
+static_assert(!constant_evaluates<[] { axis_to_dim_map().set('a', 99); }>);
