@@ -3,26 +3,18 @@
 
 #include <doctest/doctest.h>
 
+#include "check_error.hpp"
+
 #include <span>
 #include <vector>
 
 using namespace ctspmd;
+using ctspmd_test::check_error;
 using rules::embedding;
 
 namespace {
 const process_mesh mesh({2, 3});
 dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-
-template <class F>
-void check_error(F f, error_kind kind, std::string_view part) {
-  try {
-    f();
-    FAIL("no spmd_error thrown; expected: " << part);
-  } catch (const spmd_error& e) {
-    CHECK(e.kind() == kind);
-    CHECK_MESSAGE(std::string_view(e.what()).find(part) != std::string_view::npos, e.what());
-  }
-}
 }  // namespace
 
 TEST_CASE("embedding forward") {

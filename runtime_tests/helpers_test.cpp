@@ -3,21 +3,10 @@
 
 #include <doctest/doctest.h>
 
-using namespace ctspmd;
+#include "check_error.hpp"
 
-namespace {
-// Runs f, which must throw spmd_error of `kind` whose message contains `part`.
-template <class F>
-void check_error(F f, error_kind kind, std::string_view part) {
-  try {
-    f();
-    FAIL("no spmd_error thrown; expected: " << part);
-  } catch (const spmd_error& e) {
-    CHECK(e.kind() == kind);
-    CHECK_MESSAGE(std::string_view(e.what()).find(part) != std::string_view::npos, e.what());
-  }
-}
-}  // namespace
+using namespace ctspmd;
+using ctspmd_test::check_error;
 
 TEST_CASE("error_info formats its values") {
   const auto e = make_error(error_kind::unimplemented, "op", "axis '{c}' on {} and {}", 'k', 0, 1);
