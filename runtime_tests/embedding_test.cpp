@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "check_error.hpp"
+#include "roundtrip.hpp"
 
 #include <span>
 #include <vector>
@@ -86,4 +87,23 @@ TEST_CASE("registry lookup gives the rule") {
   static_assert(std::is_same_v<rules::rule_for<"lookup_table_v2">, embedding>);
   const auto info = rules::rule_for<"lookup_table_v2">::infer_forward({spec({4}, {0}), spec({10, 8}, {-1, -1})});
   CHECK(info.outputs[0].dims_mapping() == dims_mapping{0, -1});
+}
+
+TEST_CASE("embedding forward -> backward round trip") {
+  ctspmd_test::rng r(2);
+  int checked = 0;
+  for (int n = 0; n < 400; ++n) {
+    const process_mesh m(r.coin() ? tensor_shape{2, 3} : tensor_shape{2, 2, 2});
+    const auto rank = static_cast<std::size_t>(r.uniform(1, 4));
+    tensor_shape x_shape(rank, 4);
+    const std::vector<dist_tensor_spec> in{
+        {x_shape, {m, ctspmd_test::random_dims_mapping(r, rank, m.ndim())}},
+        {{64, 16}, {m, ctspmd_test::random_dims_mapping(r, 2, m.ndim())}}};
+    tensor_shape out_shape = x_shape;
+    out_shape.push_back(16);
+    const std::vector<tensor_shape> out{out_shape};
+    if (ctspmd_test::check_roundtrip<embedding>(in, out)) ++checked;
+  }
+  MESSAGE("embedding round trip: ", checked, " accepted cases of 400");
+  CHECK(checked > 100);
 }
