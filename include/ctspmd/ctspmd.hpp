@@ -15,7 +15,10 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/notation/einsum_notation.hpp>
+#include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/matmul.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 

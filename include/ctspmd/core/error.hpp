@@ -151,8 +151,11 @@ class [[nodiscard]] result {
     if (!ok_) raise(error_);
     return std::move(value_);
   }
+  /// The value, unchecked (test `ok()` first).
   constexpr const T& operator*() const& noexcept { return value_; }
+  constexpr T& operator*() & noexcept { return value_; }
   constexpr const T* operator->() const noexcept { return &value_; }
+  constexpr T* operator->() noexcept { return &value_; }
 
  private:
   T value_{};

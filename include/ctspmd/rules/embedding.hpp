@@ -2,8 +2,10 @@
 #define CTSPMD_RULES_EMBEDDING_HPP
 /// \file The embedding rule (`embedding`, `lookup_table_v2`): out = weight[x].
 ///
-/// Notation: x gets the first rank(x) letters of `abcdefghilmnopqrstuvwxyz`, the weight
-/// `jk` (rows j, columns k), the output x's letters then `k`.
+/// The embedding is the einsum `X,jk->Xk` (einsum.hpp): x gets the first rank(x) letters X
+/// of `abcdefghilmnopqrstuvwxyz`, the weight `jk` (rows j, columns k), the output X then k;
+/// the looked-up row j is the contracted label. As in every einsum, a size-1 dim of x is
+/// never sharded.
 ///
 /// Forward: the weight must be 2-D. A weight whose row axis is sharded (row-wise, or
 /// vocabulary, parallelism) supports neither `padding_idx != -1` nor `sparse`. x and the
@@ -18,10 +20,11 @@
 
 #include <cstdint>
 
-#include <ctspmd/merge/partial.hpp>
-#include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/rule_base.hpp>
+
+#include <boost/hana/adapt_struct.hpp>
 
 namespace ctspmd::rules {
 
@@ -56,18 +59,9 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
                         "sharded by mesh dim {}",
                         row_mesh_dim);
 
-    const auto map = try_sharding_merge_for_tensors({{*x_axes, x.dims_mapping()}, {"jk", w.dims_mapping()}},
-                                                    /*merge_conflicts=*/false);
-    if (!map) return map.error();
-    const auto out_axes = *x_axes + "k";
-
-    spmd_info info;
-    info.inputs.push_back(detail::mapped(x.dist_attr(), *x_axes, *map));
-    info.inputs.push_back(detail::mapped(w.dist_attr(), "jk", *map));
-    info.outputs.push_back(detail::mapped(x.dist_attr(), out_axes, *map));
-    // Each device looked up only the rows it holds: the parts sum to the output.
-    if (row_mesh_dim != -1) info.outputs[0].set_partial_status({row_mesh_dim});
-    return info;
+    // Each device looks up only the rows it holds (the contracted j), so the output is partial
+    // (sum) on the row mesh dim.
+    return detail::einsum_forward(notation(*x_axes), in, /*merge_conflicts=*/false);
   }
 
   static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes&) {
@@ -82,19 +76,18 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
                         x.ndim(), o.ndim());
     const auto x_axes = try_get_broadcast_axes(x.ndim(), x.ndim(), alphabets::embedding);
     if (!x_axes) return x_axes.error();
-    const auto out_axes = *x_axes + "k";
-    // Only the output's mapping is merged: the inputs' own mappings do not count backward.
-    const auto map = try_sharding_merge_for_tensors({{out_axes, o.dims_mapping()}}, /*merge_conflicts=*/false);
-    if (!map) return map.error();
-
-    spmd_info info;
-    info.inputs.push_back(detail::mapped(x.dist_attr(), *x_axes, *map, /*unsharded_miss_axis=*/true));
-    info.inputs.push_back(detail::mapped(w.dist_attr(), "jk", *map, /*unsharded_miss_axis=*/true));
-    info.outputs.push_back(o.dist_attr());
-    return info;
+    return detail::einsum_backward(notation(*x_axes), in, out);
   }
 
  private:
+  /// `x,jk->xk`, x's labels being `x_axes`.
+  static constexpr einsum_notation notation(const axes_string& x_axes) {
+    einsum_notation n;
+    n.inputs.push_back(x_axes);
+    n.inputs.push_back("jk");
+    n.output = x_axes + "k";
+    return n;
+  }
   static constexpr status check_weight(const dist_tensor_spec& w) {
     if (w.ndim() != 2)
       return make_error(error_kind::invalid_argument, "", "the weight (embedding table) must be 2-D, but has rank {}",
@@ -110,5 +103,7 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
 };
 
 }  // namespace ctspmd::rules
+
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::embedding_attributes, padding_idx, sparse);
 
 #endif

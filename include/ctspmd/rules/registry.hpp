@@ -14,7 +14,9 @@
 #include <boost/hana/type.hpp>
 
 #include <ctspmd/core/fixed_string.hpp>
+#include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/matmul.hpp>
 
 namespace ctspmd::rules {
 
@@ -38,8 +40,10 @@ constexpr auto entry() {
 
 /// Operator name -> rule type (`boost::hana::type`), e.g. `registry[hana_name<"embedding">]`.
 inline constexpr auto registry = boost::hana::make_map(  //
+    detail::entry<"einsum", dynamic_einsum>(),         //
     detail::entry<"embedding", embedding>(),           //
-    detail::entry<"lookup_table_v2", embedding>());
+    detail::entry<"lookup_table_v2", embedding>(),     //
+    detail::entry<"matmul", matmul>());
 
 /// True if a rule is registered under `Name`.
 template <fixed_string Name>

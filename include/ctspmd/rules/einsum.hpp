@@ -1,0 +1,160 @@
+#ifndef CTSPMD_RULES_EINSUM_HPP
+#define CTSPMD_RULES_EINSUM_HPP
+/// \file Einsum rules: a sharding rule from a notation such as `"bsh,hd->bsd"`.
+/// `rules::einsum<"bsh,hd->bsd">` parses and validates its notation during compilation;
+/// `rules::dynamic_einsum` (registered as `"einsum"`) takes it as an attribute. matmul and
+/// embedding are built on the same functions.
+///
+/// Forward: every input's dims mapping is merged over its labels (`merge_conflicts` as the
+/// caller says; true for einsum rules). A dim of size 1 is treated as `'1'`: its sharding
+/// is ignored and it is never sharded, since one element cannot be split across devices (so a
+/// size-1 batch dim broadcasting against a larger one does not impose a sharding on it).
+/// Each input then gets the merged mapping of its labels (-1 for a label the merge dropped),
+/// and the output that of its labels. Each device multiplies and sums only over its shard of
+/// a contracted label (one absent from the output), so the output is partial (sum) on the
+/// mesh dims of the sharded contracted labels. Inputs that were partial come back without
+/// partial status (they are made whole first).
+///
+/// Backward: only the output's mapping is merged (conflicts are `precondition_not_met`);
+/// each input gets the output's mapping of its labels, -1 for contracted labels and size-1
+/// dims. No partial status is inferred for the inputs; the output is returned unchanged.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <ctspmd/core/fixed_string.hpp>
+#include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/notation/einsum_notation.hpp>
+#include <ctspmd/rules/rule_base.hpp>
+
+#include <boost/hana/adapt_struct.hpp>
+
+namespace ctspmd::rules {
+
+namespace detail {
+
+/// `axes` with `'1'` at each dim of size 1.
+constexpr axes_string size_one_unsharded(axes_string axes, const tensor_shape& shape) {
+  for (std::size_t i = 0; i < axes.size() && i < shape.size(); ++i)
+    if (shape[i] == 1) axes[i] = broadcast_label;
+  return axes;
+}
+
+/// Checks that `specs` match `labels` one to one: count and ranks.
+constexpr status check_operands(std::span<const axes_string> labels, spec_span specs, bool outputs = false) {
+  CTSPMD_TRY(check_count(specs, labels.size(), outputs));
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].ndim() != static_cast<std::int64_t>(labels[i].size()))
+      return make_error(error_kind::invalid_argument, "",
+                        outputs ? "output {} has rank {} but the notation gives it {} labels"
+                                : "input {} has rank {} but the notation gives it {} labels",
+                        i, specs[i].ndim(), labels[i].size());
+  return {};
+}
+
+/// Merges the mappings of `specs` labelled `labels` (size-1 dims skipped).
+constexpr result<axis_to_dim_map> merge_labelled(std::span<const axes_string> labels, spec_span specs,
+                                                 bool merge_conflicts) {
+  static_vector<axes_string, max_operands> effective;
+  static_vector<axes_dims_pair, max_operands> pairs;
+  for (std::size_t i = 0; i < specs.size(); ++i) effective.push_back(size_one_unsharded(labels[i], specs[i].shape()));
+  for (std::size_t i = 0; i < specs.size(); ++i) pairs.push_back({effective[i].view(), specs[i].dims_mapping()});
+  return try_sharding_merge_for_tensors(std::span<const axes_dims_pair>(pairs.data(), pairs.size()), merge_conflicts);
+}
+
+/// The inputs under `map`: each input's labels, with size-1 dims and missing labels -1.
+constexpr void push_inputs(spmd_info& info, const einsum_notation& n, spec_span in, const axis_to_dim_map& map) {
+  for (std::size_t i = 0; i < in.size(); ++i)
+    info.inputs.push_back(mapped(in[i].dist_attr(), size_one_unsharded(n.inputs[i], in[i].shape()), map,
+                                 /*unsharded_miss_axis=*/true));
+}
+
+/// Forward inference of the einsum `n` (see the file comment).
+constexpr result<spmd_info> einsum_forward(const einsum_notation& n, spec_span in, bool merge_conflicts) {
+  CTSPMD_TRY(check_operands(n.inputs, in));
+  const auto map = merge_labelled(n.inputs, in, merge_conflicts);
+  if (!map) return map.error();
+  spmd_info info;
+  push_inputs(info, n, in, *map);
+  // Labels the merge dropped from every input (size 1 everywhere) give -1.
+  info.outputs.push_back(mapped(in[0].dist_attr(), n.output, *map, /*unsharded_miss_axis=*/true));
+  info.outputs[0].set_partial_status(resolute_output_partial_dimension(*map, n.output));
+  return info;
+}
+
+/// Backward inference of the einsum `n` from its one output (see the file comment).
+constexpr result<spmd_info> einsum_backward(const einsum_notation& n, spec_span in, spec_span out) {
+  CTSPMD_TRY(check_operands(n.inputs, in));
+  CTSPMD_TRY(check_operands({&n.output, 1}, out, /*outputs=*/true));
+  const auto map = merge_labelled({&n.output, 1}, out, /*merge_conflicts=*/false);
+  if (!map) return map.error();
+  spmd_info info;
+  push_inputs(info, n, in, *map);
+  info.outputs.push_back(out[0].dist_attr());
+  return info;
+}
+
+/// The parsed `Notation`, or a compile error: the failing check's message, and the
+/// position of the bad character as the second argument of `malformed_einsum_notation`.
+template <fixed_string Notation, std::int64_t Position>
+struct malformed_einsum_notation {
+  static_assert(Position < 0, "malformed einsum notation: the bad character is at the 0-based position given as "
+                              "this template's second argument (the message follows)");
+};
+template <fixed_string Notation>
+constexpr einsum_notation parse_or_fail() {
+  constexpr auto parsed = try_parse_einsum(Notation.view());
+  if constexpr (!parsed.ok()) (void)malformed_einsum_notation<Notation, parsed.error().values[0]>{};
+  return parsed.value();
+}
+
+}  // namespace detail
+
+/// Attributes of `einsum<...>`: none (the notation is the rule).
+struct einsum_attributes {};
+
+/// A rule from a compile-time einsum notation, e.g. `einsum<"bsh,hd->bsd">`. A malformed
+/// notation does not compile.
+template <fixed_string Notation>
+struct einsum : detail::rule_base<einsum<Notation>, einsum_attributes> {
+  static constexpr std::string_view name = "einsum";
+  static constexpr einsum_notation notation = detail::parse_or_fail<Notation>();
+
+  static constexpr result<spmd_info> forward(spec_span in, const einsum_attributes&) {
+    return detail::einsum_forward(notation, in, /*merge_conflicts=*/true);
+  }
+  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const einsum_attributes&) {
+    return detail::einsum_backward(notation, in, out);
+  }
+};
+
+/// Attributes of `dynamic_einsum`: the notation, parsed at each call.
+struct dynamic_einsum_attributes {
+  std::string_view notation{};
+};
+
+/// The einsum rule with its notation as an attribute (registered as `"einsum"`), for
+/// notations known only at run time.
+struct dynamic_einsum : detail::rule_base<dynamic_einsum, dynamic_einsum_attributes> {
+  static constexpr std::string_view name = "einsum";
+
+  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+    const auto n = try_parse_einsum(attrs.notation);
+    if (!n) return n.error();
+    return detail::einsum_forward(*n, in, /*merge_conflicts=*/true);
+  }
+  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+    const auto n = try_parse_einsum(attrs.notation);
+    if (!n) return n.error();
+    return detail::einsum_backward(*n, in, out);
+  }
+};
+
+}  // namespace ctspmd::rules
+
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::einsum_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::dynamic_einsum_attributes, notation);
+
+#endif
