@@ -1,0 +1,132 @@
+#ifndef CTSPMD_RUNTIME_HPP
+#define CTSPMD_RUNTIME_HPP
+/// \file The runtime layer: rules called by operator name, with a string-keyed attribute map
+/// (run time only). The by-name table is generated from `rules::registry`; each call converts
+/// the map to the rule's `attributes` and runs the same constexpr rule as the typed API.
+///
+/// Operands are `dist_tensor_spec`s, whose constructors have already checked them (ranks up to
+/// `max_rank`, dims mappings and partial dims against the mesh, sizes >= -1); the rule checks
+/// operand counts, ranks and attribute values. Every failure throws `spmd_error`.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/hana/first.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/unpack.hpp>
+
+#include <ctspmd/ctspmd.hpp>
+#include <ctspmd/runtime/attributes.hpp>
+
+namespace ctspmd::runtime {
+
+/// One operator of the by-name table.
+struct rule_entry {
+  std::string_view name;
+  spmd_info (*forward)(std::string_view op, spec_span inputs, const attribute_map& attrs);
+  spmd_info (*backward)(std::string_view op, spec_span inputs, spec_span outputs, const attribute_map& attrs);
+  std::vector<attribute_info> (*attributes)();  ///< what the rule accepts, with defaults
+};
+
+namespace detail {
+
+/// Throws `r`'s error under the name the rule was called by.
+inline spmd_info value_or_throw(std::string_view op, const result<spmd_info>& r) {
+  if (r) return *r;
+  error_info e = r.error();
+  e.op = op;
+  throw spmd_error(e);
+}
+
+template <class Rule>
+spmd_info forward(std::string_view op, spec_span inputs, const attribute_map& attrs) {
+  return value_or_throw(op, Rule::try_infer_forward(inputs, to_attributes<typename Rule::attributes>(op, attrs)));
+}
+template <class Rule>
+spmd_info backward(std::string_view op, spec_span inputs, spec_span outputs, const attribute_map& attrs) {
+  return value_or_throw(
+      op, Rule::try_infer_backward(inputs, outputs, to_attributes<typename Rule::attributes>(op, attrs)));
+}
+
+template <class Pair>
+constexpr rule_entry make_entry(Pair pair) {
+  using rule = typename decltype(+boost::hana::second(pair))::type;
+  return {boost::hana::to<const char*>(boost::hana::first(pair)), &forward<rule>, &backward<rule>,
+          &describe_attributes<typename rule::attributes>};
+}
+
+/// Edit distance, for suggesting names close to a misspelt one.
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace detail
+
+/// Every registered operator, sorted by name.
+inline constexpr auto rule_table = [] {
+  auto table = boost::hana::unpack(rules::registry, [](auto... pairs) {
+    return std::array<rule_entry, sizeof...(pairs)>{detail::make_entry(pairs)...};
+  });
+  std::sort(table.begin(), table.end(), [](const rule_entry& a, const rule_entry& b) { return a.name < b.name; });
+  return table;
+}();
+
+/// The entry of `op`, or null.
+inline const rule_entry* find_rule(std::string_view op) noexcept {
+  const auto it = std::lower_bound(rule_table.begin(), rule_table.end(), op,
+                                   [](const rule_entry& e, std::string_view name) { return e.name < name; });
+  return it != rule_table.end() && it->name == op ? &*it : nullptr;
+}
+
+/// True if a rule is registered under `op`.
+inline bool has_rule(std::string_view op) noexcept { return find_rule(op) != nullptr; }
+
+/// The entry of `op`; an unknown name is `not_found`, with the closest known names.
+inline const rule_entry& rule(std::string_view op) {
+  if (const auto* e = find_rule(op)) return *e;
+  std::size_t best = op.size() / 3 + 2;  // farther than this is no suggestion
+  std::string closest;
+  for (const auto& e : rule_table) {
+    const auto d = detail::edit_distance(op, e.name);
+    if (d < best) {
+      best = d;
+      closest = std::string(e.name);
+    } else if (d == best && !closest.empty()) {
+      closest += ", " + std::string(e.name);
+    }
+  }
+  throw spmd_error(error_kind::not_found, "no rule is registered for operator '" + std::string(op) + "'" +
+                                              (closest.empty() ? "" : "; closest: " + closest));
+}
+
+/// Forward inference of operator `op` from its inputs.
+inline spmd_info infer_forward(std::string_view op, std::span<const dist_tensor_spec> inputs,
+                               const attribute_map& attrs = {}) {
+  return rule(op).forward(op, inputs, attrs);
+}
+
+/// Backward inference of operator `op`: the inputs its outputs require.
+inline spmd_info infer_backward(std::string_view op, std::span<const dist_tensor_spec> inputs,
+                                std::span<const dist_tensor_spec> outputs, const attribute_map& attrs = {}) {
+  return rule(op).backward(op, inputs, outputs, attrs);
+}
+
+}  // namespace ctspmd::runtime
+
+#endif

@@ -1,0 +1,174 @@
+#ifndef CTSPMD_RUNTIME_ATTRIBUTES_HPP
+#define CTSPMD_RUNTIME_ATTRIBUTES_HPP
+/// \file Run-time attributes: a string-keyed map of values, converted to a rule's typed
+/// `attributes` through Boost.Hana struct reflection (run time only).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/string.hpp>
+
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/dist/process_mesh.hpp>
+
+namespace ctspmd::runtime {
+
+/// One attribute value.
+using attribute = std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>>;
+/// Attributes by name.
+using attribute_map = std::map<std::string, attribute, std::less<>>;
+
+/// The name of the type an attribute value holds ("bool", "int", "float", "string", "int list").
+inline std::string_view type_name(const attribute& a) {
+  constexpr std::string_view names[] = {"bool", "int", "float", "string", "int list"};
+  return names[a.index()];
+}
+
+/// The reduce type named `s` ("sum", "max", ...), or nothing.
+inline bool parse_reduce_type(std::string_view s, reduce_type& out) {
+  for (int i = 0; i < 7; ++i)
+    if (s == to_string(static_cast<reduce_type>(i))) {
+      out = static_cast<reduce_type>(i);
+      return true;
+    }
+  return false;
+}
+
+namespace detail {
+
+template <class T>
+struct is_int_list : std::false_type {};
+template <std::size_t N>
+struct is_int_list<static_vector<std::int64_t, N>> : std::true_type {};
+
+/// How a member of type T is described and read. Member types are those rules use.
+template <class T>
+struct member_traits;
+template <>
+struct member_traits<bool> {
+  static constexpr std::string_view type = "bool";
+  static attribute to_attribute(bool v) { return v; }
+  static bool read(const attribute& a, bool& out) {
+    if (const auto* v = std::get_if<bool>(&a)) return out = *v, true;
+    return false;
+  }
+};
+template <>
+struct member_traits<std::int64_t> {
+  static constexpr std::string_view type = "int";
+  static attribute to_attribute(std::int64_t v) { return v; }
+  static bool read(const attribute& a, std::int64_t& out) {
+    if (const auto* v = std::get_if<std::int64_t>(&a)) return out = *v, true;
+    return false;
+  }
+};
+template <>
+struct member_traits<double> {
+  static constexpr std::string_view type = "float";
+  static attribute to_attribute(double v) { return v; }
+  static bool read(const attribute& a, double& out) {  // an int is a valid float
+    if (const auto* v = std::get_if<double>(&a)) return out = *v, true;
+    if (const auto* i = std::get_if<std::int64_t>(&a)) return out = static_cast<double>(*i), true;
+    return false;
+  }
+};
+template <>
+struct member_traits<std::string_view> {  // refers to the map's string for the call's duration
+  static constexpr std::string_view type = "string";
+  static attribute to_attribute(std::string_view v) { return std::string(v); }
+  static bool read(const attribute& a, std::string_view& out) {
+    if (const auto* v = std::get_if<std::string>(&a)) return out = *v, true;
+    return false;
+  }
+};
+template <>
+struct member_traits<reduce_type> {
+  static constexpr std::string_view type = "reduce type (sum, max, min, prod, avg, any, all)";
+  static attribute to_attribute(reduce_type v) { return std::string(to_string(v)); }
+  static bool read(const attribute& a, reduce_type& out) {
+    const auto* v = std::get_if<std::string>(&a);
+    return v != nullptr && parse_reduce_type(*v, out);
+  }
+};
+template <std::size_t N>
+struct member_traits<static_vector<std::int64_t, N>> {
+  static constexpr std::string_view type = "int list";
+  static attribute to_attribute(const static_vector<std::int64_t, N>& v) {
+    return std::vector<std::int64_t>(v.begin(), v.end());
+  }
+  static bool read(const attribute& a, static_vector<std::int64_t, N>& out) {
+    const auto* v = std::get_if<std::vector<std::int64_t>>(&a);
+    if (v == nullptr) return false;
+    if (v->size() > N)
+      throw spmd_error(error_kind::invalid_argument,
+                       "a list of " + std::to_string(v->size()) + " ints exceeds the capacity " + std::to_string(N));
+    out = static_vector<std::int64_t, N>(*v);
+    return true;
+  }
+};
+
+}  // namespace detail
+
+/// One attribute a rule accepts: its name, type and default.
+struct attribute_info {
+  std::string_view name;
+  std::string_view type;
+  attribute default_value;
+};
+
+/// The attributes `Attributes` accepts, in declaration order, with their defaults.
+template <class Attributes>
+std::vector<attribute_info> describe_attributes() {
+  std::vector<attribute_info> out;
+  const Attributes defaults{};
+  boost::hana::for_each(boost::hana::accessors<Attributes>(), [&](auto member) {
+    const auto& value = boost::hana::second(member)(defaults);
+    using traits = detail::member_traits<std::remove_cvref_t<decltype(value)>>;
+    out.push_back({boost::hana::to<const char*>(boost::hana::first(member)), traits::type, traits::to_attribute(value)});
+  });
+  return out;
+}
+
+/// `map` as `Attributes`: absent keys keep their defaults; an unknown key, or a value of the
+/// wrong type, is an `invalid_argument` naming `op`, the key and what is accepted.
+template <class Attributes>
+Attributes to_attributes(std::string_view op, const attribute_map& map) {
+  Attributes attrs{};
+  std::size_t matched = 0;
+  boost::hana::for_each(boost::hana::accessors<Attributes>(), [&](auto member) {
+    const std::string_view name = boost::hana::to<const char*>(boost::hana::first(member));
+    const auto it = map.find(name);
+    if (it == map.end()) return;
+    ++matched;
+    auto& field = boost::hana::second(member)(attrs);
+    using traits = detail::member_traits<std::remove_cvref_t<decltype(field)>>;
+    if (!traits::read(it->second, field))
+      throw spmd_error(error_kind::invalid_argument, std::string(op) + ": attribute '" + std::string(name) +
+                                                         "' must be " + std::string(traits::type) + ", not " +
+                                                         std::string(type_name(it->second)));
+  });
+  if (matched == map.size()) return attrs;
+  std::string accepted;
+  for (const auto& a : describe_attributes<Attributes>()) accepted += (accepted.empty() ? "" : ", ") + std::string(a.name);
+  for (const auto& [key, value] : map) {
+    bool known = false;
+    for (const auto& a : describe_attributes<Attributes>()) known = known || a.name == key;
+    if (!known)
+      throw spmd_error(error_kind::invalid_argument, std::string(op) + ": unknown attribute '" + key + "'; " +
+                                                         (accepted.empty() ? "it accepts none" : "accepted: " + accepted));
+  }
+  return attrs;
+}
+
+}  // namespace ctspmd::runtime
+
+#endif

@@ -1,0 +1,190 @@
+#ifndef CTSPMD_TOOLS_INFER_HANDLER_HPP
+#define CTSPMD_TOOLS_INFER_HANDLER_HPP
+// ctspmd-infer's request handling: one JSON request line in, one JSON response line out.
+// Shared by the tool, its benchmark and its fuzz target.
+
+#include <ctspmd/runtime.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ctspmd_infer {
+
+using json = nlohmann::json;
+using ctspmd::error_kind;
+using ctspmd::spmd_error;
+
+/// A bad request: reported as an `invalid_argument` error response.
+[[noreturn]] inline void bad_request(const std::string& message) {
+  throw spmd_error(error_kind::invalid_argument, message);
+}
+
+/// Checks that `object` (named `what`) is an object with only `allowed` keys.
+inline void check_fields(const json& object, std::string_view what, std::initializer_list<std::string_view> allowed) {
+  if (!object.is_object()) bad_request(std::string(what) + " must be an object");
+  for (const auto& [key, value] : object.items()) {
+    bool known = false;
+    for (auto a : allowed) known = known || a == key;
+    if (!known) {
+      std::string list;
+      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      bad_request("unknown field '" + key + "' in " + std::string(what) + "; accepted: " + list);
+    }
+  }
+}
+
+inline std::int64_t to_int(const json& v, const std::string& what) {
+  if (v.is_number_integer() && (v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max() : true))
+    return v.get<std::int64_t>();
+  bad_request(what + " must be an integer, not " + v.dump());
+}
+
+/// `v` as an int list of at most `capacity` entries.
+template <class List>
+List to_list(const json& v, const std::string& what, std::string_view capacity_name) {
+  if (!v.is_array()) bad_request(what + " must be an array of integers");
+  if (v.size() > List::capacity())
+    bad_request(what + " has " + std::to_string(v.size()) + " entries, above " + std::string(capacity_name) + " = " +
+                std::to_string(List::capacity()));
+  List out;
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(to_int(v[i], what + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+inline ctspmd::runtime::attribute to_attribute(const json& v, const std::string& what) {
+  switch (v.type()) {
+    case json::value_t::boolean: return v.get<bool>();
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return to_int(v, what);
+    case json::value_t::number_float: return v.get<double>();
+    case json::value_t::string: return v.get<std::string>();
+    case json::value_t::array: {
+      std::vector<std::int64_t> list;
+      for (std::size_t i = 0; i < v.size(); ++i) list.push_back(to_int(v[i], what + "[" + std::to_string(i) + "]"));
+      return list;
+    }
+    default: bad_request(what + " must be a bool, number, string or array of integers, not " + v.dump());
+  }
+}
+
+/// One operand: {"shape": [...], "dims_mapping": [...], "partial": [...], "partial_reduce": [...]}.
+inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, const ctspmd::process_mesh& mesh);
+
+inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string& what, const ctspmd::process_mesh& mesh) {
+  check_fields(v, what, {"shape", "dims_mapping", "partial", "partial_reduce"});
+  if (!v.contains("shape")) bad_request(what + " has no \"shape\"");
+  const auto shape = to_list<ctspmd::tensor_shape>(v.at("shape"), what + ".shape", "max_rank");
+  const auto mapping = v.contains("dims_mapping")
+                           ? to_list<ctspmd::dims_mapping>(v.at("dims_mapping"), what + ".dims_mapping", "max_rank")
+                           : ctspmd::dims_mapping(shape.size(), -1);
+  ctspmd::tensor_dist_attr attr(mesh, mapping);
+  if (v.contains("partial")) {
+    const auto dims = to_list<ctspmd::mesh_dims>(v.at("partial"), what + ".partial", "max_mesh_ndim");
+    std::vector<ctspmd::reduce_type> types(dims.size(), ctspmd::reduce_type::sum);
+    if (v.contains("partial_reduce")) {
+      const auto& r = v.at("partial_reduce");
+      if (!r.is_array() || r.size() != dims.size())
+        bad_request(what + ".partial_reduce must be an array with one reduce type per partial dim");
+      for (std::size_t i = 0; i < r.size(); ++i)
+        if (!r[i].is_string() || !ctspmd::runtime::parse_reduce_type(r[i].get<std::string>(), types[i]))
+          bad_request(what + ".partial_reduce[" + std::to_string(i) + "] must be one of sum, max, min, prod, avg, any, all");
+    }
+    for (std::size_t i = 0; i < dims.size(); ++i) attr.set_partial_status({dims[i]}, types[i]);
+  } else if (v.contains("partial_reduce")) {
+    bad_request(what + " has \"partial_reduce\" but no \"partial\"");
+  }
+  return {shape, attr};
+}
+
+/// The operand `v`; a rejected value's message names the operand (`what`).
+inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, const ctspmd::process_mesh& mesh) {
+  try {
+    return to_spec_unnamed(v, what, mesh);
+  } catch (const spmd_error& e) {
+    const std::string_view message = e.what();
+    if (message.find(what) != std::string_view::npos) throw;
+    throw spmd_error(e.kind(), what + ": " + std::string(message));
+  }
+}
+
+inline std::vector<ctspmd::dist_tensor_spec> to_specs(const json& v, const std::string& what,
+                                                      const ctspmd::process_mesh& mesh) {
+  if (!v.is_array()) bad_request(what + " must be an array of operands");
+  if (v.size() > ctspmd::max_operands)
+    bad_request(what + " has " + std::to_string(v.size()) + " operands, above max_operands = " +
+                std::to_string(ctspmd::max_operands));
+  std::vector<ctspmd::dist_tensor_spec> out;
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(to_spec(v[i], what + "[" + std::to_string(i) + "]", mesh));
+  return out;
+}
+
+inline json to_json(const ctspmd::dist_attrs& attrs) {
+  json out = json::array();
+  for (const auto& a : attrs) {
+    json partial = json::array(), reduce = json::array();
+    for (auto m : a.partial_dims()) {
+      partial.push_back(m);
+      reduce.push_back(ctspmd::to_string(a.partial_reduce_type(m)));
+    }
+    json mapping = json::array();
+    for (auto d : a.dims_mapping()) mapping.push_back(d);
+    out.push_back({{"dims_mapping", mapping}, {"partial", partial}, {"partial_reduce", reduce}});
+  }
+  return out;
+}
+
+/// `j` on one line; bytes that are not UTF-8 (from a request) become U+FFFD.
+inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+inline std::string error_response(error_kind kind, const std::string& message) {
+  return dump(json{{"error", {{"kind", ctspmd::to_string(kind)}, {"message", message}}}});
+}
+
+/// The response to one request line, and whether it succeeded.
+struct response {
+  std::string line;
+  bool ok;
+};
+
+/// Handles one request line. Never throws: every failure is an error response.
+inline response handle(std::string_view line) {
+  try {
+    const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (request.is_discarded()) return {error_response(error_kind::invalid_argument, "the line is not valid JSON"), false};
+    check_fields(request, "the request", {"op", "direction", "mesh", "inputs", "outputs", "attrs"});
+    if (!request.contains("op") || !request.at("op").is_string()) bad_request("the request needs \"op\", a string");
+    const std::string op = request.at("op").get<std::string>();
+    const json& direction = request.contains("direction") ? request.at("direction") : json("forward");
+    if (direction != "forward" && direction != "backward")
+      bad_request("\"direction\" must be \"forward\" or \"backward\", not " + direction.dump());
+    const bool forward = direction == "forward";
+    if (!request.contains("mesh")) bad_request("the request needs \"mesh\", the process mesh's shape");
+    const ctspmd::process_mesh mesh(to_list<ctspmd::tensor_shape>(request.at("mesh"), "mesh", "max_rank"));
+    if (!request.contains("inputs")) bad_request("the request needs \"inputs\"");
+    const auto inputs = to_specs(request.at("inputs"), "inputs", mesh);
+    if (forward && request.contains("outputs")) bad_request("\"outputs\" are given only with \"direction\": \"backward\"");
+    if (!forward && !request.contains("outputs")) bad_request("a backward request needs \"outputs\"");
+    const auto outputs = forward ? std::vector<ctspmd::dist_tensor_spec>{} : to_specs(request.at("outputs"), "outputs", mesh);
+    ctspmd::runtime::attribute_map attrs;
+    if (request.contains("attrs")) {
+      if (!request.at("attrs").is_object()) bad_request("\"attrs\" must be an object");
+      for (const auto& [key, value] : request.at("attrs").items()) attrs[key] = to_attribute(value, "attrs." + key);
+    }
+    const auto info = forward ? ctspmd::runtime::infer_forward(op, inputs, attrs)
+                              : ctspmd::runtime::infer_backward(op, inputs, outputs, attrs);
+    return {dump(json{{"inputs", to_json(info.inputs)}, {"outputs", to_json(info.outputs)}}), true};
+  } catch (const spmd_error& e) {
+    return {error_response(e.kind(), e.what()), false};
+  } catch (const std::exception& e) {  // nlohmann's type errors and allocation failures
+    return {error_response(error_kind::invalid_argument, e.what()), false};
+  }
+}
+
+}  // namespace ctspmd_infer
+
+#endif

@@ -1,0 +1,109 @@
+// ctspmd-infer: sharding inference by operator name, JSON Lines in, JSON Lines out.
+#include "handler.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+namespace {
+
+constexpr std::string_view help = R"(usage: ctspmd-infer [FILE]      read requests from FILE, or standard input
+       ctspmd-infer --list       every operator name with its attributes
+       ctspmd-infer --help       this text
+
+Each input line is one JSON request; each gets one JSON response line, in order.
+
+Request:
+  {"op": "matmul",                      operator name (see --list)
+   "direction": "forward",              "forward" (default) or "backward"
+   "mesh": [2, 3],                      the process mesh's shape
+   "inputs": [OPERAND, ...],            the operator's inputs
+   "outputs": [OPERAND, ...],           backward only: the outputs' wanted dist attributes
+   "attrs": {"trans_x": false}}         optional; absent attributes take their defaults
+OPERAND:
+  {"shape": [64, 32],                   sizes; -1 for a size known only at run time
+   "dims_mapping": [1, -1],             optional (default all -1): mesh dim per tensor dim, -1 = replicated
+   "partial": [0],                      optional: mesh dims on which the tensor is partial
+   "partial_reduce": ["sum"]}           optional: their reductions (sum, max, min, prod, avg, any, all)
+Response:
+  {"inputs": [ATTR, ...], "outputs": [ATTR, ...]}
+  ATTR: {"dims_mapping": [1, -1], "partial": [0], "partial_reduce": ["sum"]}
+  forward: the inputs as the operator needs them (a difference from the request is a reshard)
+  and the inferred outputs; backward: the inputs the outputs require, and the outputs.
+Error (for that line; processing continues with the next):
+  {"error": {"kind": "invalid_argument", "message": "..."}}
+  kinds: invalid_argument, unimplemented, precondition_not_met, not_found, already_exists.
+  Malformed JSON, unknown fields, wrong types and bad values are errors, never ignored.
+
+Example:
+  $ echo '{"op": "matmul", "mesh": [2, 3], "inputs": [{"shape": [64, 32], "dims_mapping": [1, 0]}, {"shape": [32, 48]}]}' | ctspmd-infer
+  {"inputs":[{"dims_mapping":[1,0],"partial":[],"partial_reduce":[]},{"dims_mapping":[0,-1],"partial":[],"partial_reduce":[]}],"outputs":[{"dims_mapping":[1,-1],"partial":[0],"partial_reduce":["sum"]}]}
+
+Exit status: 0 if every request succeeded, 1 if any got an error response, 2 for a usage or I/O error.
+)";
+
+void list() {
+  for (const auto& e : ctspmd::runtime::rule_table) {
+    std::cout << e.name;
+    const auto attrs = e.attributes();
+    if (attrs.empty()) std::cout << "  (no attributes)";
+    for (const auto& a : attrs) {
+      const auto value = std::visit([](const auto& v) { return ctspmd_infer::dump(ctspmd_infer::json(v)); }, a.default_value);
+      std::cout << "  " << a.name << ": " << a.type << " = " << value;
+    }
+    std::cout << '\n';
+  }
+}
+
+int run(std::istream& in) {
+  std::ios::sync_with_stdio(false);
+  bool all_ok = true;
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const auto r = ctspmd_infer::handle(line);
+    all_ok = all_ok && r.ok;
+    out += r.line;
+    out += '\n';
+    if (out.size() > (1u << 16)) {
+      std::cout << out;
+      out.clear();
+    }
+  }
+  std::cout << out << std::flush;
+  if (in.bad() || !std::cout) {
+    std::cerr << "ctspmd-infer: I/O error\n";
+    return 2;
+  }
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 2) {
+    std::cerr << "ctspmd-infer: too many arguments\n" << help;
+    return 2;
+  }
+  const std::string_view arg = argc == 2 ? argv[1] : "";
+  if (arg == "--help" || arg == "-h") {
+    std::cout << help;
+    return 0;
+  }
+  if (arg == "--list") {
+    list();
+    return 0;
+  }
+  if (arg.starts_with("-") && arg != "-") {
+    std::cerr << "ctspmd-infer: unknown option " << arg << "\n" << help;
+    return 2;
+  }
+  if (arg.empty() || arg == "-") return run(std::cin);
+  std::ifstream file{std::string(arg)};
+  if (!file) {
+    std::cerr << "ctspmd-infer: cannot open " << arg << "\n";
+    return 2;
+  }
+  return run(file);
+}
