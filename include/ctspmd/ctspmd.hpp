@@ -16,9 +16,20 @@
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
+#include <ctspmd/rules/concat.hpp>
+#include <ctspmd/rules/cross_entropy_with_softmax.hpp>
+#include <ctspmd/rules/dim_trans.hpp>
 #include <ctspmd/rules/einsum.hpp>
+#include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/reduction.hpp>
+#include <ctspmd/rules/replicated.hpp>
+#include <ctspmd/rules/reshape.hpp>
+#include <ctspmd/rules/softmax.hpp>
+#include <ctspmd/rules/split.hpp>
+#include <ctspmd/rules/transpose.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 

@@ -12,18 +12,23 @@
 
 namespace ctspmd {
 
-/// A vector of at most N trivially copyable elements stored inline. Unused capacity is left
-/// uninitialised at run time (so construction costs only the used elements); during constant
-/// evaluation every slot is initialised, as constant expressions require. Exceeding the
-/// capacity is an `invalid_argument` error (a compile error in constant evaluation).
+/// A vector of at most N copyable, trivially destructible elements stored inline. The unused
+/// capacity of a large vector is left uninitialised at run time, so construction and copies
+/// cost only the used elements; during constant evaluation every slot is initialised, as
+/// constant expressions require. Exceeding the capacity is an `invalid_argument` error (a compile error in
+/// constant evaluation).
 template <class T, std::size_t N>
 class static_vector {
-  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
-                "static_vector holds trivially copyable, trivially destructible elements");
+  static_assert(std::is_copy_constructible_v<T> && std::is_trivially_destructible_v<T>,
+                "static_vector holds copyable, trivially destructible elements");
   static_assert(N <= 255, "static_vector keeps its size in one byte");
 
-  // Raw storage: at run time no element is constructed until it is pushed; in constant
-  // evaluation the whole array is value-initialised, as a constant expression must be.
+  // Raw storage: in constant evaluation the whole array is value-initialised, as a constant
+  // expression must be. At run time a large one is left uninitialised (nothing is constructed
+  // until it is pushed, so building and copying cost only the used elements); a small one of
+  // trivially copyable elements (a dims mapping, a mesh shape) is zeroed, a few stores, so it
+  // copies as one fixed-size block.
+  static constexpr bool small = std::is_trivially_copyable_v<T> && sizeof(T) * N <= 128;
   union storage {
     struct value_init {};
     constexpr storage() noexcept {}
@@ -40,10 +45,17 @@ class static_vector {
   using const_iterator = const T*;
 
   constexpr static_vector() noexcept
-      : storage_(std::is_constant_evaluated() ? storage(typename storage::value_init{}) : storage()) {}
+      : storage_(std::is_constant_evaluated() || small ? storage(typename storage::value_init{}) : storage()) {}
   constexpr static_vector(std::initializer_list<T> values) : static_vector() {
     if (values.size() > N) raise(capacity_error(values.size()));
     for (const T& v : values) std::construct_at(storage_.values + size_++, v);
+  }
+  /// Copies only the used elements of a large vector (a defaulted copy would copy the whole
+  /// capacity), a small one as one block.
+  constexpr static_vector(const static_vector& other) : static_vector() { assign(other); }
+  constexpr static_vector& operator=(const static_vector& other) {
+    if (this != &other) assign(other);
+    return *this;
   }
   /// `count` copies of `value`.
   constexpr static_vector(size_type count, const T& value) : static_vector() {
@@ -104,6 +116,15 @@ class static_vector {
   }
 
  private:
+  constexpr void assign(const static_vector& other) {
+    if constexpr (small) {
+      storage_ = other.storage_;  // one fixed-size copy of initialised bytes beats a loop
+      size_ = other.size_;
+    } else {
+      for (size_type i = 0; i < other.size_; ++i) std::construct_at(storage_.values + i, other.storage_.values[i]);
+      size_ = other.size_;
+    }
+  }
   static constexpr error_info capacity_error(size_type wanted) {
     return make_error(error_kind::invalid_argument, "static_vector",
                       "{} elements exceed the capacity of {} (raise the CTSPMD_MAX_* macro)", wanted, N);

@@ -48,6 +48,7 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
     CTSPMD_TRY(detail::check_count(in, 2));
     const auto n = notation(in[0].ndim(), in[1].ndim());
     if (!n) return n.error();
+    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_forward(*n, in, /*merge_conflicts=*/true);
     const auto t = transposed_operands(in, attrs);
     if (!t) return t.error();
     auto info = detail::einsum_forward(*n, {t->data(), 2}, /*merge_conflicts=*/true);
@@ -59,6 +60,7 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
     CTSPMD_TRY(detail::check_count(in, 2));
     const auto n = notation(in[0].ndim(), in[1].ndim());
     if (!n) return n.error();
+    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_backward(*n, in, out);
     const auto t = transposed_operands(in, attrs);
     if (!t) return t.error();
     auto info = detail::einsum_backward(*n, {t->data(), 2}, out);

@@ -14,9 +14,19 @@
 #include <boost/hana/type.hpp>
 
 #include <ctspmd/core/fixed_string.hpp>
+#include <ctspmd/rules/concat.hpp>
+#include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/einsum.hpp>
+#include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/reduction.hpp>
+#include <ctspmd/rules/replicated.hpp>
+#include <ctspmd/rules/reshape.hpp>
+#include <ctspmd/rules/softmax.hpp>
+#include <ctspmd/rules/split.hpp>
+#include <ctspmd/rules/transpose.hpp>
 
 namespace ctspmd::rules {
 
@@ -38,12 +48,122 @@ constexpr auto entry() {
 }
 }  // namespace detail
 
-/// Operator name -> rule type (`boost::hana::type`), e.g. `registry[hana_name<"embedding">]`.
-inline constexpr auto registry = boost::hana::make_map(  //
-    detail::entry<"einsum", dynamic_einsum>(),         //
-    detail::entry<"embedding", embedding>(),           //
-    detail::entry<"lookup_table_v2", embedding>(),     //
-    detail::entry<"matmul", matmul>());
+/// Operator name -> rule type (`boost::hana::type`), e.g. `registry[hana_name<"embedding">]`:
+/// every operator name of Paddle's rules (sorted here by name), plus `"einsum"`.
+// clang-format off
+inline constexpr auto registry = boost::hana::make_map(
+    detail::entry<"acos", elementwise>(),
+    detail::entry<"acosh", elementwise>(),
+    detail::entry<"add", elementwise>(),
+    detail::entry<"all", reduction_with<reduce_type::all>>(),
+    detail::entry<"amax", reduction_with<reduce_type::max>>(),
+    detail::entry<"amin", reduction_with<reduce_type::min>>(),
+    detail::entry<"any", reduction_with<reduce_type::any>>(),
+    detail::entry<"asin", elementwise>(),
+    detail::entry<"asinh", elementwise>(),
+    detail::entry<"assign", elementwise>(),
+    detail::entry<"assign_out_", elementwise>(),
+    detail::entry<"atan", elementwise>(),
+    detail::entry<"atanh", elementwise>(),
+    detail::entry<"bernoulli", elementwise>(),
+    detail::entry<"bitwise_and", elementwise>(),
+    detail::entry<"bitwise_not", elementwise>(),
+    detail::entry<"bitwise_or", elementwise>(),
+    detail::entry<"bitwise_xor", elementwise>(),
+    detail::entry<"ceil", elementwise>(),
+    detail::entry<"celu", elementwise>(),
+    detail::entry<"clip", elementwise>(),
+    detail::entry<"concat", concat>(),
+    detail::entry<"conj", elementwise>(),
+    detail::entry<"cos", elementwise>(),
+    detail::entry<"cosh", elementwise>(),
+    detail::entry<"cross_entropy_with_softmax", cross_entropy_with_softmax>(),
+    detail::entry<"det", elementwise>(),
+    detail::entry<"digamma", elementwise>(),
+    detail::entry<"divide", elementwise>(),
+    detail::entry<"einsum", dynamic_einsum>(),
+    detail::entry<"elementwise_pow", elementwise>(),
+    detail::entry<"elu", elementwise>(),
+    detail::entry<"embedding", embedding>(),
+    detail::entry<"erf", elementwise>(),
+    detail::entry<"erfinv", elementwise>(),
+    detail::entry<"exp", elementwise>(),
+    detail::entry<"expm1", elementwise>(),
+    detail::entry<"exponential_", elementwise>(),
+    detail::entry<"fill", elementwise>(),
+    detail::entry<"floor", elementwise>(),
+    detail::entry<"floor_divide", elementwise>(),
+    detail::entry<"fmax", elementwise>(),
+    detail::entry<"fmin", elementwise>(),
+    detail::entry<"frobenius_norm", reduction>(),
+    detail::entry<"gelu", elementwise>(),
+    detail::entry<"hardshrink", elementwise>(),
+    detail::entry<"hardsigmoid", elementwise>(),
+    detail::entry<"hardswish", elementwise>(),
+    detail::entry<"hardtanh", elementwise>(),
+    detail::entry<"heaviside", elementwise>(),
+    detail::entry<"label_smooth", elementwise>(),
+    detail::entry<"layer_norm", layer_norm>(),
+    detail::entry<"leaky_relu", elementwise>(),
+    detail::entry<"lgamma", elementwise>(),
+    detail::entry<"log", elementwise>(),
+    detail::entry<"log10", elementwise>(),
+    detail::entry<"log1p", elementwise>(),
+    detail::entry<"log2", elementwise>(),
+    detail::entry<"log_softmax", softmax>(),
+    detail::entry<"logical_and", elementwise>(),
+    detail::entry<"logical_not", elementwise>(),
+    detail::entry<"logical_or", elementwise>(),
+    detail::entry<"logical_xor", elementwise>(),
+    detail::entry<"logit", elementwise>(),
+    detail::entry<"logsigmoid", elementwise>(),
+    detail::entry<"lookup_table_v2", embedding>(),
+    detail::entry<"matmul", matmul>(),
+    detail::entry<"max", reduction_with<reduce_type::max>>(),
+    detail::entry<"maximum", elementwise>(),
+    detail::entry<"mean", reduction_with<reduce_type::avg>>(),
+    detail::entry<"min", reduction_with<reduce_type::min>>(),
+    detail::entry<"minimum", elementwise>(),
+    detail::entry<"mish", elementwise>(),
+    detail::entry<"multiply", elementwise>(),
+    detail::entry<"poisson", elementwise>(),
+    detail::entry<"pow", elementwise>(),
+    detail::entry<"prod", reduction_with<reduce_type::prod>>(),
+    detail::entry<"reciprocal", elementwise>(),
+    detail::entry<"relu", elementwise>(),
+    detail::entry<"relu6", elementwise>(),
+    detail::entry<"remainder", elementwise>(),
+    detail::entry<"replicated", replicated>(),
+    detail::entry<"reshape", reshape>(),
+    detail::entry<"round", elementwise>(),
+    detail::entry<"rsqrt", elementwise>(),
+    detail::entry<"scale", elementwise>(),
+    detail::entry<"selu", elementwise>(),
+    detail::entry<"sigmoid", elementwise>(),
+    detail::entry<"sign", elementwise>(),
+    detail::entry<"silu", elementwise>(),
+    detail::entry<"sin", elementwise>(),
+    detail::entry<"sinh", elementwise>(),
+    detail::entry<"softmax", softmax>(),
+    detail::entry<"softmax_with_cross_entropy", cross_entropy_with_softmax>(),
+    detail::entry<"softplus", elementwise>(),
+    detail::entry<"softshrink", elementwise>(),
+    detail::entry<"softsign", elementwise>(),
+    detail::entry<"split", split>(),
+    detail::entry<"split_with_num", split>(),
+    detail::entry<"sqrt", elementwise>(),
+    detail::entry<"square", elementwise>(),
+    detail::entry<"stanh", elementwise>(),
+    detail::entry<"subtract", elementwise>(),
+    detail::entry<"sum", reduction>(),
+    detail::entry<"swish", elementwise>(),
+    detail::entry<"tan", elementwise>(),
+    detail::entry<"tanh", elementwise>(),
+    detail::entry<"tanh_shrink", elementwise>(),
+    detail::entry<"thresholded_relu", elementwise>(),
+    detail::entry<"transpose", transpose>(),
+    detail::entry<"trunc", elementwise>());
+// clang-format on
 
 /// True if a rule is registered under `Name`.
 template <fixed_string Name>

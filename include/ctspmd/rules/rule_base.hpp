@@ -33,7 +33,9 @@ struct rule_base {
 
   static constexpr result<spmd_info> try_infer_forward(spec_span inputs, const Attributes& attrs = {}) {
     if (auto s = check_one_mesh(inputs, {}); !s) return named(s.error());
-    return named(Rule::forward(inputs, attrs));
+    auto r = Rule::forward(inputs, attrs);
+    if (!r) return named(r.error());
+    return r;
   }
   static constexpr result<spmd_info> try_infer_forward(inputs_list inputs, const Attributes& attrs = {}) {
     return try_infer_forward(as_span(inputs), attrs);
@@ -41,7 +43,9 @@ struct rule_base {
   static constexpr result<spmd_info> try_infer_backward(spec_span inputs, spec_span outputs,
                                                         const Attributes& attrs = {}) {
     if (auto s = check_one_mesh(inputs, outputs); !s) return named(s.error());
-    return named(Rule::backward(inputs, outputs, attrs));
+    auto r = Rule::backward(inputs, outputs, attrs);
+    if (!r) return named(r.error());
+    return r;
   }
   static constexpr result<spmd_info> try_infer_backward(inputs_list inputs, inputs_list outputs,
                                                         const Attributes& attrs = {}) {
@@ -63,12 +67,6 @@ struct rule_base {
 
  private:
   static constexpr spec_span as_span(inputs_list l) noexcept { return {l.begin(), l.size()}; }
-  static constexpr result<spmd_info> named(result<spmd_info> r) {
-    if (r) return r;
-    error_info e = r.error();
-    e.op = Rule::name;
-    return e;
-  }
   static constexpr error_info named(error_info e) {
     e.op = Rule::name;
     return e;
@@ -100,8 +98,8 @@ constexpr status check_count(spec_span specs, std::size_t expected, bool outputs
 /// A dist attr on `src`'s mesh (and batch dim) with the dims mapping of `axes` under `map`.
 constexpr tensor_dist_attr mapped(const tensor_dist_attr& src, std::string_view axes, const axis_to_dim_map& map,
                                   bool unsharded_miss_axis = false) {
-  tensor_dist_attr a = copy_tensor_dist_attr_for_output(src);
-  a.set_dims_mapping(get_dims_mapping_for_axes(axes, map, unsharded_miss_axis));
+  tensor_dist_attr a(src.process_mesh(), get_dims_mapping_for_axes(axes, map, unsharded_miss_axis));
+  a.set_batch_dim(src.batch_dim());
   return a;
 }
 

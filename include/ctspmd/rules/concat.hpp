@@ -1,0 +1,140 @@
+#ifndef CTSPMD_RULES_CONCAT_HPP
+#define CTSPMD_RULES_CONCAT_HPP
+/// \file The concat rule (`concat`): n >= 1 tensors joined along `axis`.
+///
+/// Notation: every input and the output get the first rank letters of
+/// `abcdefghijklmnopqrstuvwxyz`, with the concat axis labelled `'1'`: it never takes part in
+/// a merge and always maps to -1.
+///
+/// Checks: at least one input; all inputs of one rank (>= 1); `axis` in [-rank, rank)
+/// (negative counts from the end); every dim but the concat axis of one size in all inputs
+/// where both sizes are known (not -1).
+///
+/// Forward: a shard of a concatenation is not the concatenation of the inputs' shards, so the
+/// concat axis is replicated. All inputs are merged (merge_conflicts = true: a mesh dim that
+/// shards different axes of different inputs stays with the first claimant, in input order);
+/// every input is required with the merged dims mapping (concat axis -1), and the output gets
+/// the same. Partial inputs: concatenation only places elements, so it commutes with any
+/// reduction over a mesh dim; on a mesh dim where every input is partial with the same reduce
+/// type the inputs stay partial and the output is partial alike; every other partial status
+/// is dropped from the inputs (they must be reduced first).
+///
+/// Backward (from the output): the output alone is merged; every input gets its dims mapping
+/// with the concat axis -1, and the output is returned with that mapping and no partial
+/// status, i.e. exactly what forward produces from the returned inputs. No partial status is
+/// inferred for the inputs.
+///
+/// Forward then backward gives back forward's inputs (the round-trip property holds).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/rule_base.hpp>
+
+namespace ctspmd::rules {
+
+/// Attributes of `concat` (Paddle's default).
+struct concat_attributes {
+  std::int64_t axis = 0;  ///< the concat axis; negative counts from the end
+};
+
+/// The concat rule.
+struct concat : detail::rule_base<concat, concat_attributes> {
+  static constexpr std::string_view name = "concat";
+
+  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+    const auto axes = notate(in, attrs);
+    if (!axes) return axes.error();
+    static_vector<axes_dims_pair, max_operands> pairs;
+    for (const auto& x : in) pairs.push_back({*axes, x.dims_mapping()});
+    const auto map = try_sharding_merge_for_tensors(std::span<const axes_dims_pair>(pairs.data(), pairs.size()));
+    if (!map) return map.error();
+
+    const auto partial = common_partial(in);
+    spmd_info info;
+    for (const auto& x : in)
+      info.inputs.push_back(with_partial_of(detail::mapped(x.dist_attr(), *axes, *map), partial));
+    info.outputs.push_back(with_partial_of(detail::mapped(in[0].dist_attr(), *axes, *map), partial));
+    return info;
+  }
+
+  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+    const auto axes = notate(in, attrs);
+    if (!axes) return axes.error();
+    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+    const auto& o = out[0];
+    if (o.ndim() != in[0].ndim())
+      return make_error(error_kind::invalid_argument, "", "the output has rank {}, but the inputs have rank {}",
+                        o.ndim(), in[0].ndim());
+    // Only the output's mapping is merged: the inputs' own mappings do not count backward.
+    const auto map = try_sharding_merge_for_tensors({{*axes, o.dims_mapping()}});
+    if (!map) return map.error();
+
+    spmd_info info;
+    for (const auto& x : in)
+      info.inputs.push_back(detail::mapped(x.dist_attr(), *axes, *map, /*unsharded_miss_axis=*/true));
+    info.outputs.push_back(detail::mapped(o.dist_attr(), *axes, *map));
+    return info;
+  }
+
+ private:
+  /// Validates the inputs and the axis; the letters every operand carries ('1' at the axis).
+  static constexpr result<axes_string> notate(spec_span in, const attributes& attrs) {
+    if (in.empty()) return make_error(error_kind::invalid_argument, "", "expects at least 1 input, got 0");
+    const std::int64_t rank = in[0].ndim();
+    for (std::size_t i = 1; i < in.size(); ++i)
+      if (in[i].ndim() != rank)
+        return make_error(error_kind::invalid_argument, "", "input {} has rank {}, but input 0 has rank {}", i,
+                          in[i].ndim(), rank);
+    if (attrs.axis < -rank || attrs.axis >= rank)
+      return make_error(error_kind::invalid_argument, "", "axis {} is out of range for inputs of rank {}", attrs.axis,
+                        rank);
+    const auto axis = static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis);
+    for (std::size_t i = 1; i < in.size(); ++i)
+      for (std::size_t d = 0; d < static_cast<std::size_t>(rank); ++d) {
+        const std::int64_t a = in[0].shape()[d];
+        const std::int64_t b = in[i].shape()[d];
+        if (d != axis && a != -1 && b != -1 && a != b)
+          return make_error(error_kind::invalid_argument, "",
+                            "input {} has size {} at dim {}, but input 0 has size {} (only the concat axis may differ)",
+                            i, b, d, a);
+      }
+    auto axes = try_get_broadcast_axes(rank, rank, alphabets::full);
+    if (!axes) return axes.error();
+    axes_string labels = *axes;
+    labels[axis] = broadcast_label;
+    return labels;
+  }
+
+  /// A dist attr holding, as partial status, the mesh dims on which every input is partial
+  /// with the same reduce type (and those reduce types).
+  static constexpr tensor_dist_attr common_partial(spec_span in) {
+    tensor_dist_attr common(in[0].process_mesh(), {});
+    for (auto m : in[0].dist_attr().partial_dims()) {
+      const reduce_type r = in[0].dist_attr().partial_reduce_type(m);
+      bool shared = true;
+      for (const auto& x : in)
+        shared = shared && x.dist_attr().is_partial(m) && x.dist_attr().partial_reduce_type(m) == r;
+      if (shared) common.set_partial_status({m}, r);
+    }
+    return common;
+  }
+
+  /// `a` with the partial status (mesh dims and reduce types) of `src`.
+  static constexpr tensor_dist_attr with_partial_of(tensor_dist_attr a, const tensor_dist_attr& src) {
+    for (auto m : src.partial_dims()) a.set_partial_status({m}, src.partial_reduce_type(m));
+    return a;
+  }
+};
+
+}  // namespace ctspmd::rules
+
+#include <boost/hana/adapt_struct.hpp>
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::concat_attributes, axis);
+
+#endif

@@ -1,0 +1,146 @@
+#ifndef CTSPMD_RULES_ELEMENTWISE_HPP
+#define CTSPMD_RULES_ELEMENTWISE_HPP
+/// \file The elementwise rule (`add`, `multiply`, `relu`, `exp`, ...): out = f(x0, x1, ...),
+/// one output, 1 to max_operands inputs under numpy broadcasting.
+///
+/// Notation: with R the largest input rank, an input of rank r gets the last r of the first
+/// R letters of `abcdefghijklmnopqrstuvwxyz` (right alignment). With more than one input,
+/// every input dim of size 1 is labelled `'1'` (a broadcast dim: never sharded). The output
+/// gets the first R letters, with `'1'` where every input is broadcast (lacks the leading
+/// dim or has size 1 there). A unary op has no broadcast: its size-1 dims keep their letter,
+/// so its output takes the input's mapping unchanged (as Paddle's unary rule does) and no
+/// reshard is ever needed. The inputs' shapes must broadcast: two known sizes at one
+/// broadcast dim are equal or one of them is 1 (-1, unknown, agrees with anything).
+///
+/// Forward: all inputs are merged, resolving conflicts (a mesh dim proposed for two axes
+/// stays on the axis that claimed it first; an axis proposed on two mesh dims is
+/// `unimplemented`). The output and each input take the merged sharding of their labels:
+/// an input's broadcast dims are replicated. Partial inputs: as in Paddle, partial status is
+/// not propagated. The inputs come back not partial (a partial input is reduced before the
+/// op: that difference is the reshard) and the output is not partial. This is right for
+/// every f (relu of a partial sum is not the partial of relus), though it reshards an `add`
+/// of two partial sums that could have stayed partial.
+///
+/// Backward (from the output): the output's rank must be R and its sizes the broadcast
+/// shape. The output's mapping alone is merged; each input takes the sharding of its
+/// labels (broadcast dims -1). Every letter of an input is in the output, so nothing is
+/// missing. The output comes back as the inferred inputs produce it: its broadcast dims
+/// replicated, not partial (forward of the inferred inputs gives exactly this output).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/rule_base.hpp>
+
+namespace ctspmd::rules {
+
+/// Attributes of `elementwise`: none.
+struct elementwise_attributes {};
+
+/// The elementwise rule, n-ary with broadcasting.
+struct elementwise : detail::rule_base<elementwise, elementwise_attributes> {
+  static constexpr std::string_view name = "elementwise";
+
+  static constexpr result<spmd_info> forward(spec_span in, const attributes&) {
+    const auto n = make_notation(in);
+    if (!n) return n.error();
+    static_vector<axes_dims_pair, max_operands> pairs;
+    for (std::size_t i = 0; i < in.size(); ++i) pairs.push_back({n->inputs[i], in[i].dims_mapping()});
+    const auto map = try_sharding_merge_for_tensors(std::span<const axes_dims_pair>(pairs.data(), pairs.size()),
+                                                    /*merge_conflicts=*/true);
+    if (!map) return map.error();
+
+    spmd_info info;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      info.inputs.push_back(detail::mapped(in[i].dist_attr(), n->inputs[i], *map));
+    info.outputs.push_back(detail::mapped(in[0].dist_attr(), n->output, *map));
+    return info;
+  }
+
+  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes&) {
+    const auto n = make_notation(in);
+    if (!n) return n.error();
+    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+    const auto& o = out[0];
+    if (o.ndim() != static_cast<std::int64_t>(n->output.size()))
+      return make_error(error_kind::invalid_argument, "", "the output has rank {}, but the inputs broadcast to rank {}",
+                        o.ndim(), n->output.size());
+    for (std::size_t j = 0; j < n->output.size(); ++j) {
+      const auto want = n->shape[j];
+      const auto got = o.shape()[j];
+      if (got != -1 && want != -1 && got != want)
+        return make_error(error_kind::invalid_argument, "",
+                          "the output has size {} at dim {}, but the inputs broadcast to size {}", got, j, want);
+    }
+    // Only the output's mapping is merged: the inputs' own mappings do not count backward.
+    const auto map = try_sharding_merge_for_tensors({{n->output, o.dims_mapping()}}, /*merge_conflicts=*/true);
+    if (!map) return map.error();
+
+    spmd_info info;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      info.inputs.push_back(detail::mapped(in[i].dist_attr(), n->inputs[i], *map));
+    info.outputs.push_back(detail::mapped(o.dist_attr(), n->output, *map));
+    return info;
+  }
+
+ private:
+  struct notation {
+    static_vector<axes_string, max_operands> inputs;  ///< one label string per input
+    axes_string output;
+    tensor_shape shape;  ///< the broadcast shape
+  };
+
+  /// The labels of the inputs and of the output, and the broadcast shape.
+  static constexpr result<notation> make_notation(spec_span in) {
+    if (in.empty()) return make_error(error_kind::invalid_argument, "", "expects at least 1 input, got {}", in.size());
+    std::int64_t max_ndim = 0;
+    for (const auto& x : in) max_ndim = x.ndim() > max_ndim ? x.ndim() : max_ndim;
+    const auto letters = try_get_broadcast_axes(max_ndim, max_ndim, alphabets::full);
+    if (!letters) return letters.error();
+    const auto rank = static_cast<std::size_t>(max_ndim);
+    const bool broadcasting = in.size() > 1;  // a unary op never relabels its size-1 dims
+
+    notation n;
+    n.shape = tensor_shape(rank, 1);
+    std::array<std::size_t, max_rank> broadcast_count{};  // per output dim: inputs broadcast there
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const auto& x = in[i];
+      const auto right_aligned = try_get_broadcast_axes(x.ndim(), max_ndim, alphabets::full);
+      if (!right_aligned) return right_aligned.error();
+      axes_string axes = *right_aligned;
+      const auto offset = rank - x.shape().size();
+      for (std::size_t j = 0; j < offset; ++j) ++broadcast_count[j];  // a missing leading dim
+      for (std::size_t d = 0; d < x.shape().size(); ++d) {
+        const auto size = x.shape()[d];
+        auto& b = n.shape[offset + d];
+        if (b == 1 || (b == -1 && size != 1))
+          b = size;
+        else if (size != 1 && size != -1 && size != b)
+          return make_error(error_kind::invalid_argument, "",
+                            "input {} cannot be broadcast: size {} at broadcast dim {} against size {}", i, size,
+                            offset + d, b);
+        if (size == 1 && broadcasting) {
+          ++broadcast_count[offset + d];
+          axes[d] = broadcast_label;
+        }
+      }
+      n.inputs.push_back(axes);
+    }
+    for (std::size_t j = 0; j < rank; ++j)
+      n.output.push_back(broadcasting && broadcast_count[j] == in.size() ? broadcast_label : (*letters)[j]);
+    return n;
+  }
+};
+
+}  // namespace ctspmd::rules
+
+#include <boost/hana/adapt_struct.hpp>
+
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::elementwise_attributes);
+
+#endif

@@ -1,0 +1,143 @@
+#ifndef CTSPMD_RULES_LAYER_NORM_HPP
+#define CTSPMD_RULES_LAYER_NORM_HPP
+/// \file The layer_norm rule: out = (x - mean) / sqrt(variance + epsilon) * scale + bias,
+/// with mean and variance taken over x's dims from `begin_norm_axis` on (the normalised dims).
+///
+/// Operands: inputs x (rank r >= 2), scale and bias (1-D); outputs out (x's shape), mean and
+/// variance (shape x[:begin_norm_axis], Paddle's phi behaviour). `begin_norm_axis` must be in
+/// [1, r), as Paddle requires (0, which would give 0-d statistics, is rejected); a negative
+/// value, which Paddle does not accept, counts from the end (+r) as the other rules' axis
+/// attributes do, so -1 normalises the last dim only. Anything else is `invalid_argument`
+/// naming the value. Only ranks are checked (not scale's size). `epsilon` does not affect
+/// sharding and is not checked.
+///
+/// Notation: x and out get the first r letters of `abcdefghijklmnopqrstuvwxyz`; mean and
+/// variance its first `begin_norm_axis` letters (the leading dims).
+///
+/// Forward: every device needs whole rows of the normalised dims to compute their mean and
+/// variance, so x's normalised dims are replicated (a reshard if they were sharded) and its
+/// leading dims keep their shardings; out takes x's mapping so reset, and mean and variance
+/// carry the leading dims' shardings (leading dims on different mesh dims are fine). scale
+/// and bias, which span the normalised dims, are replicated. A partial x cannot be normalised
+/// part by part (the normalisation is not linear): x is required without partial status (an
+/// all-reduce first), and no output is partial.
+///
+/// Backward (from the outputs): out's leading dims, mean's and variance's dims (the same
+/// labels) are merged, resolving conflicts (one axis on two mesh dims is `unimplemented`; a
+/// mesh dim claimed by two axes stays with the first claimant, in the order out, mean,
+/// variance). x takes the merged leading dims with its normalised dims replicated; scale and
+/// bias are replicated. The outputs are returned as merged: out with the merged leading dims
+/// and its normalised dims -1, mean and variance with the merged leading dims. layer_norm
+/// never produces a partial output, so no partial status is inferred or returned.
+///
+/// Round trip: forward then backward gives back forward's inputs, and forward from them gives
+/// the same outputs.
+
+#include <cstdint>
+#include <string_view>
+
+#include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/rule_base.hpp>
+
+namespace ctspmd::rules {
+
+/// Attributes of `layer_norm` (Paddle's defaults).
+struct layer_norm_attributes {
+  std::int64_t begin_norm_axis = 1;  ///< first normalised dim of x (negative: from the end)
+  double epsilon = 1e-5;             ///< added to the variance (no effect on sharding)
+};
+
+/// The layer_norm rule.
+struct layer_norm : detail::rule_base<layer_norm, layer_norm_attributes> {
+  static constexpr std::string_view name = "layer_norm";
+
+  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(detail::check_count(in, 3));
+    const auto n = notation(in, attrs);
+    if (!n) return n.error();
+    const auto& x = in[0];
+    const auto map = try_sharding_merge_for_tensors({{n->lead, leading(x.dims_mapping(), n->lead.size())}});
+    if (!map) return map.error();
+
+    spmd_info info;
+    info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
+    info.inputs.push_back(replicated_on_mesh(in[1].dist_attr()));
+    info.inputs.push_back(replicated_on_mesh(in[2].dist_attr()));
+    info.outputs.push_back(info.inputs[0]);  // out: x's mapping with the normalised dims replicated
+    info.outputs.push_back(detail::mapped(x.dist_attr(), n->lead, *map));  // mean
+    info.outputs.push_back(info.outputs[1]);                               // variance
+    return info;
+  }
+
+  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+    CTSPMD_TRY(detail::check_count(in, 3));
+    CTSPMD_TRY(detail::check_count(out, 3, /*outputs=*/true));
+    const auto n = notation(in, attrs);
+    if (!n) return n.error();
+    const auto& x = in[0];
+    const auto lead = static_cast<std::int64_t>(n->lead.size());
+    if (out[0].ndim() != x.ndim())
+      return make_error(error_kind::invalid_argument, "", "out must have x's rank {}, but has rank {}", x.ndim(),
+                        out[0].ndim());
+    if (out[1].ndim() != lead)
+      return make_error(error_kind::invalid_argument, "", "mean must have rank begin_norm_axis = {}, but has rank {}",
+                        lead, out[1].ndim());
+    if (out[2].ndim() != lead)
+      return make_error(error_kind::invalid_argument, "",
+                        "variance must have rank begin_norm_axis = {}, but has rank {}", lead, out[2].ndim());
+    // Only the outputs' leading dims are merged: the inputs' own mappings do not count backward.
+    const auto map = try_sharding_merge_for_tensors({{n->lead, leading(out[0].dims_mapping(), n->lead.size())},
+                                                     {n->lead, out[1].dims_mapping()},
+                                                     {n->lead, out[2].dims_mapping()}});
+    if (!map) return map.error();
+
+    spmd_info info;
+    info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
+    info.inputs.push_back(replicated_on_mesh(in[1].dist_attr()));
+    info.inputs.push_back(replicated_on_mesh(in[2].dist_attr()));
+    info.outputs.push_back(detail::mapped(out[0].dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
+    info.outputs.push_back(detail::mapped(out[1].dist_attr(), n->lead, *map));
+    info.outputs.push_back(detail::mapped(out[2].dist_attr(), n->lead, *map));
+    return info;
+  }
+
+ private:
+  struct labels {
+    axes_string x;     // x's and out's labels
+    axes_string lead;  // the leading dims': mean's and variance's labels
+  };
+
+  /// Checks the inputs' ranks and begin_norm_axis, and labels the operands.
+  static constexpr result<labels> notation(spec_span in, const attributes& attrs) {
+    const auto& x = in[0];
+    const auto x_axes = try_get_broadcast_axes(x.ndim(), x.ndim(), alphabets::full);
+    if (!x_axes) return x_axes.error();
+    const std::int64_t bna = attrs.begin_norm_axis < 0 ? attrs.begin_norm_axis + x.ndim() : attrs.begin_norm_axis;
+    if (bna < 1 || bna >= x.ndim())
+      return make_error(error_kind::invalid_argument, "",
+                        "begin_norm_axis {} is outside [1, {}) for x of rank {} (negative values count from the end)",
+                        attrs.begin_norm_axis, x.ndim(), x.ndim());
+    if (in[1].ndim() != 1)
+      return make_error(error_kind::invalid_argument, "", "scale must be 1-D, but has rank {}", in[1].ndim());
+    if (in[2].ndim() != 1)
+      return make_error(error_kind::invalid_argument, "", "bias must be 1-D, but has rank {}", in[2].ndim());
+    return labels{*x_axes, axes_string(x_axes->view().substr(0, static_cast<std::size_t>(bna)))};
+  }
+
+  /// The first `count` entries of `dm`.
+  static constexpr dims_mapping leading(const dims_mapping& dm, std::size_t count) {
+    dims_mapping out;
+    for (std::size_t i = 0; i < count; ++i) out.push_back(dm[i]);
+    return out;
+  }
+};
+
+}  // namespace ctspmd::rules
+
+#include <boost/hana/adapt_struct.hpp>
+
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::layer_norm_attributes, begin_norm_axis, epsilon);
+
+#endif

@@ -1,0 +1,205 @@
+#ifndef CTSPMD_RULES_REDUCTION_HPP
+#define CTSPMD_RULES_REDUCTION_HPP
+/// \file The reduction rule (`sum`, `mean`, `max`, `amax`, `min`, `amin`, `prod`, `any`,
+/// `all`, `frobenius_norm`): out = reduce(x) over `axis`.
+///
+/// One rule type per reduce type: `reduction_with<R>` is the rule whose attributes default
+/// `reduce` to R, the reduce type its operator implies (sum -> sum, mean -> avg, max/amax ->
+/// max, min/amin -> min, prod -> prod, any -> any, all -> all, frobenius_norm -> sum, as
+/// Paddle does). `reduction` is `reduction_with<reduce_type::sum>`, the rule DESIGN.md lists
+/// with `reduction {axis = {}, keep_dim = false, reduce = reduce_type::sum}`. Every
+/// `reduction_with<R>` is named "reduction" in error messages.
+///
+/// Note on `frobenius_norm`: a norm's per-device results do not combine by summing norms
+/// (the true norm is the square root of the sum of their squares); the sum recorded on a
+/// partial output only says which mesh dims still need combining. The exact combination is
+/// left to the numerical oracle of a later issue.
+///
+/// Notation: x gets the first rank(x) letters of `abcdefghijklmnopqrstuvwxyz`. `axis` entries
+/// may be negative (+rank); an entry out of [-rank, rank), or naming a dim twice, is
+/// `invalid_argument`. An empty `axis` reduces every dim (Paddle's reduce_all). A 0-d x
+/// accepts the entries 0 and -1 (Paddle's 0-d convention), which reduce nothing. The output
+/// gets x's letters with each reduced position dropped (`keep_dim == false`) or labelled
+/// `'1'` (`keep_dim == true`); reducing every dim without keep_dim gives a 0-d output.
+///
+/// Forward: x alone is merged (conflicts resolved; a valid mapping has none). The output
+/// takes the kept dims' shardings. Each device reduced only its shard of a sharded reduced
+/// axis, so the output is partial, with `reduce`, on the mesh dims of the reduced sharded
+/// axes. x is returned with its own mapping: a reduced axis stays sharded (no reshard).
+///
+/// A partial x (the value being the combination, by some reduce type P, of the devices'
+/// parts on a mesh dim): reducing the parts and then combining them gives the right answer
+/// only when the reduction commutes with the combination, i.e. when P equals `reduce`, or both
+/// are linear (sum or avg). Then x keeps that partial status and the output is partial on the
+/// same mesh dim with P. Otherwise (a partial sum reduced by max, say) the rule requires x
+/// without that partial status, a reshard (an all-reduce) before the operator, and the output
+/// is not partial there. (`frobenius_norm` is not linear although it carries sum: see above.)
+///
+/// Backward (from the output): the output's mapping alone is merged; x takes the output's
+/// shardings on the kept dims, and its reduced dims (absent from the output, or `'1'` there)
+/// are replicated. The output must have rank(x) minus the number of reduced dims, or rank(x)
+/// with keep_dim. No partial status is inferred for x; the output is returned as merged (a
+/// sharded keep_dim `'1'` dim becomes -1) with its partial status.
+///
+/// Round trip: forward then backward gives x's kept dims as forward had them and -1 on the
+/// reduced ones, and forward from there gives the same output mapping.
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/rule_base.hpp>
+
+namespace ctspmd::rules {
+
+/// Attributes of a reduction whose operator implies the reduce type `R` (Paddle's defaults).
+template <reduce_type R>
+struct basic_reduction_attributes {
+  static_vector<std::int64_t, max_rank> axis = {};  ///< dims to reduce (negative: from the end); empty: all
+  bool keep_dim = false;                            ///< keep reduced dims as size 1
+  reduce_type reduce = R;                           ///< how a partial output's parts combine
+};
+
+/// Attributes of `reduction` (reduce type sum by default).
+using reduction_attributes = basic_reduction_attributes<reduce_type::sum>;
+
+namespace detail {
+
+/// x's and the output's axis labels for a reduction, and how many dims it reduces.
+struct reduction_notation {
+  axes_string x;
+  axes_string out;
+  std::int64_t reduced = 0;
+};
+
+/// Checks `axis` against x's rank and labels x and the output.
+constexpr result<reduction_notation> make_reduction_notation(std::int64_t ndim,
+                                                             const static_vector<std::int64_t, max_rank>& axis,
+                                                             bool keep_dim) {
+  const auto x_axes = try_get_broadcast_axes(ndim, ndim, alphabets::full);
+  if (!x_axes) return x_axes.error();
+  const std::int64_t bound = ndim > 0 ? ndim : 1;  // a 0-d tensor accepts 0 and -1
+  static_vector<bool, max_rank> reduced(x_axes->size(), axis.empty());
+  std::array<bool, max_rank> seen{};
+  for (const std::int64_t a : axis) {
+    if (a < -bound || a >= bound)
+      return make_error(error_kind::invalid_argument, "", "reduction axis {} is out of range for x of rank {}", a,
+                        ndim);
+    const std::int64_t d = a < 0 ? a + bound : a;
+    if (seen[static_cast<std::size_t>(d)])
+      return make_error(error_kind::invalid_argument, "", "reduction axis {} names dim {} a second time", a, d);
+    seen[static_cast<std::size_t>(d)] = true;
+    if (d < ndim) reduced[static_cast<std::size_t>(d)] = true;
+  }
+  reduction_notation n{*x_axes, {}, 0};
+  for (std::size_t i = 0; i < n.x.size(); ++i) {
+    if (!reduced[i])
+      n.out.push_back(n.x[i]);
+    else if (keep_dim)
+      n.out.push_back(broadcast_label);
+    n.reduced += reduced[i] ? 1 : 0;
+  }
+  return n;
+}
+
+/// True if reducing the parts of a tensor partial with `part` and then combining them gives
+/// the reduction `op` of the whole: the same reduce type, or two linear ones (sum, avg).
+constexpr bool reduction_commutes(reduce_type part, reduce_type op) noexcept {
+  const auto linear = [](reduce_type r) { return r == reduce_type::sum || r == reduce_type::avg; };
+  return part == op || (linear(part) && linear(op));
+}
+
+}  // namespace detail
+
+/// The reduction rule whose reduce type defaults to `R` (see the file comment).
+template <reduce_type R>
+struct reduction_with : detail::rule_base<reduction_with<R>, basic_reduction_attributes<R>> {
+  using attributes = basic_reduction_attributes<R>;
+  static constexpr std::string_view name = "reduction";
+
+  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(detail::check_count(in, 1));
+    CTSPMD_TRY(check_reduce(attrs.reduce));
+    const auto& x = in[0];
+    const auto n = detail::make_reduction_notation(x.ndim(), attrs.axis, attrs.keep_dim);
+    if (!n) return n.error();
+    const auto map = try_sharding_merge_for_tensors({{n->x, x.dims_mapping()}});
+    if (!map) return map.error();
+
+    tensor_dist_attr x_attr = x.dist_attr();  // as merged: a single valid mapping is unchanged
+    tensor_dist_attr out = detail::mapped(x.dist_attr(), n->out, *map);
+    // Each device reduced only its shard of a sharded reduced axis: the parts combine by `reduce`.
+    out.set_partial_status(resolute_output_partial_dimension(*map, n->out), attrs.reduce);
+    mesh_dims reshard;
+    for (const std::int64_t p : x.dist_attr().partial_dims()) {
+      const reduce_type part = x.dist_attr().partial_reduce_type(p);
+      if (detail::reduction_commutes(part, attrs.reduce))
+        out.set_partial_status({p}, part);
+      else
+        reshard.push_back(p);  // the parts must be combined before reducing
+    }
+    x_attr.clean_partial_dims(reshard);
+
+    spmd_info info;
+    info.inputs.push_back(x_attr);
+    info.outputs.push_back(out);
+    return info;
+  }
+
+  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+    CTSPMD_TRY(detail::check_count(in, 1));
+    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+    CTSPMD_TRY(check_reduce(attrs.reduce));
+    const auto& x = in[0];
+    const auto& o = out[0];
+    const auto n = detail::make_reduction_notation(x.ndim(), attrs.axis, attrs.keep_dim);
+    if (!n) return n.error();
+    const std::int64_t expected = attrs.keep_dim ? x.ndim() : x.ndim() - n->reduced;
+    if (o.ndim() != expected)
+      return make_error(error_kind::invalid_argument, "",
+                        "the output must have rank {} (x has rank {} and {} reduced dims), but has rank {}", expected,
+                        x.ndim(), n->reduced, o.ndim());
+    // Only the output's mapping is merged: x's own mapping does not count backward.
+    const auto map = try_sharding_merge_for_tensors({{n->out, o.dims_mapping()}});
+    if (!map) return map.error();
+    const auto out_dims = try_get_dims_mapping_for_axes(n->out, *map);
+    if (!out_dims) return out_dims.error();
+
+    tensor_dist_attr out_attr = o.dist_attr();
+    out_attr.set_dims_mapping(*out_dims);  // only ever replaces entries by -1: keeps partial valid
+    spmd_info info;
+    info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
+    info.outputs.push_back(out_attr);
+    return info;
+  }
+
+ private:
+  static constexpr status check_reduce(reduce_type r) {
+    const auto v = static_cast<std::int64_t>(r);
+    if (v < 0 || v > static_cast<std::int64_t>(reduce_type::all))
+      return make_error(error_kind::invalid_argument, "", "reduce {} is not a reduce_type", v);
+    return {};
+  }
+};
+
+/// The reduction rule with reduce type sum by default (`sum`, `frobenius_norm`).
+using reduction = reduction_with<reduce_type::sum>;
+
+}  // namespace ctspmd::rules
+
+#include <boost/hana/adapt_struct.hpp>
+
+// One adaptation per reduce type a reduction_with<R> can default to.
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::sum>, axis, keep_dim, reduce);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::max>, axis, keep_dim, reduce);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::min>, axis, keep_dim, reduce);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::prod>, axis, keep_dim, reduce);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::avg>, axis, keep_dim, reduce);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::any>, axis, keep_dim, reduce);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::all>, axis, keep_dim, reduce);
+
+#endif

@@ -1,0 +1,120 @@
+#ifndef CTSPMD_RULES_TRANSPOSE_HPP
+#define CTSPMD_RULES_TRANSPOSE_HPP
+/// \file The transpose rule (`transpose`): out = x with its dims permuted, out dim i being
+/// x dim perm[i].
+///
+/// Notation: x gets the first rank(x) letters of `abcdefghijklmnopqrstuvwxyz`, the output
+/// x's letters permuted: out[i] = x[perm[i]]. `perm` must be a permutation of x's dims: one
+/// entry per dim, each in [-rank, rank) (a negative entry counts from the end), none twice.
+///
+/// Forward: x's mapping is merged (one valid tensor: no conflict can arise, so x comes back
+/// with its own mapping) and the output takes it permuted. Partial inputs: as in Paddle,
+/// partial status is not propagated (x comes back not partial, reduced before the op; the
+/// output is not partial), although transpose is linear and could carry it.
+///
+/// Backward (from the output): the output's rank and sizes must be x's permuted. The
+/// output's mapping alone is merged; x takes it un-permuted, every letter being in the
+/// output. The output comes back as the inferred x produces it: same mapping, not partial.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/rule_base.hpp>
+
+namespace ctspmd::rules {
+
+/// Attributes of `transpose`.
+struct transpose_attributes {
+  static_vector<std::int64_t, max_rank> perm;  ///< out dim i is x dim perm[i]; negative counts from the end
+};
+
+/// The transpose rule.
+struct transpose : detail::rule_base<transpose, transpose_attributes> {
+  static constexpr std::string_view name = "transpose";
+
+  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(detail::check_count(in, 1));
+    const auto& x = in[0];
+    const auto n = make_notation(x.ndim(), attrs.perm);
+    if (!n) return n.error();
+    const auto map = try_sharding_merge_for_tensors({{n->input, x.dims_mapping()}}, /*merge_conflicts=*/true);
+    if (!map) return map.error();
+
+    spmd_info info;
+    info.inputs.push_back(detail::mapped(x.dist_attr(), n->input, *map));
+    info.outputs.push_back(detail::mapped(x.dist_attr(), n->output, *map));
+    return info;
+  }
+
+  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+    CTSPMD_TRY(detail::check_count(in, 1));
+    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+    const auto& x = in[0];
+    const auto& o = out[0];
+    const auto n = make_notation(x.ndim(), attrs.perm);
+    if (!n) return n.error();
+    if (o.ndim() != x.ndim())
+      return make_error(error_kind::invalid_argument, "", "the output has rank {}, but x has rank {}", o.ndim(),
+                        x.ndim());
+    for (std::size_t i = 0; i < n->perm.size(); ++i) {
+      const auto want = x.shape()[n->perm[i]];
+      const auto got = o.shape()[i];
+      if (got != -1 && want != -1 && got != want)
+        return make_error(error_kind::invalid_argument, "",
+                          "output dim {} has size {}, but x dim {} (perm) has size {}", i, got, n->perm[i], want);
+    }
+    // Only the output's mapping is merged: x's own mapping does not count backward.
+    const auto map = try_sharding_merge_for_tensors({{n->output, o.dims_mapping()}}, /*merge_conflicts=*/true);
+    if (!map) return map.error();
+
+    spmd_info info;
+    info.inputs.push_back(detail::mapped(x.dist_attr(), n->input, *map));
+    info.outputs.push_back(detail::mapped(o.dist_attr(), n->output, *map));
+    return info;
+  }
+
+ private:
+  struct notation {
+    axes_string input;
+    axes_string output;
+    static_vector<std::size_t, max_rank> perm;  ///< normalised: out dim i is x dim perm[i]
+  };
+
+  /// x's labels and the output's; `perm` checked to be a permutation of x's dims.
+  static constexpr result<notation> make_notation(std::int64_t rank,
+                                                  const static_vector<std::int64_t, max_rank>& perm) {
+    if (static_cast<std::int64_t>(perm.size()) != rank)
+      return make_error(error_kind::invalid_argument, "", "perm has {} entries, but x has rank {}", perm.size(), rank);
+    const auto letters = try_get_broadcast_axes(rank, rank, alphabets::full);
+    if (!letters) return letters.error();
+    notation n;
+    n.input = *letters;
+    std::array<bool, max_rank> seen{};
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      const auto p = perm[i];
+      if (p < -rank || p >= rank)
+        return make_error(error_kind::invalid_argument, "", "perm entry {} (position {}) is outside [-{}, {})", p, i,
+                          rank, rank);
+      const auto d = static_cast<std::size_t>(p < 0 ? p + rank : p);
+      if (seen[d])
+        return make_error(error_kind::invalid_argument, "", "perm entry {} (position {}) repeats x dim {}", p, i, d);
+      seen[d] = true;
+      n.perm.push_back(d);
+      n.output.push_back(n.input[d]);
+    }
+    return n;
+  }
+};
+
+}  // namespace ctspmd::rules
+
+#include <boost/hana/adapt_struct.hpp>
+
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::transpose_attributes, perm);
+
+#endif

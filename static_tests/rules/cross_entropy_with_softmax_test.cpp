@@ -1,0 +1,195 @@
+#include <ctspmd/rules/cross_entropy_with_softmax.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using ctspmd_test::constant_evaluates;
+using ce = ctspmd::rules::cross_entropy_with_softmax;
+using vals = std::array<std::int64_t, 4>;
+
+constexpr process_mesh mesh({2, 3});
+constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, mesh_dims partial) {
+  tensor_dist_attr a(mesh, dm);
+  a.set_partial_status(partial);
+  return {shape, a};
+}
+
+// ==== forward ===================================================================================
+// ---- data parallel: x "abk", label and loss "ab1", softmax_out "abk" -----------------------------
+constexpr auto dp = ce::infer_forward({spec({8, 16, 1000}, {0, -1, -1}), spec({8, 16, 1}, {-1, -1, -1})});
+static_assert(dp.inputs.size() == 2 && dp.outputs.size() == 2);
+static_assert(dp.inputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(dp.inputs[1].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(dp.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});  // softmax_out
+static_assert(dp.outputs[1].dims_mapping() == dims_mapping{0, -1, -1});  // loss
+static_assert(!dp.outputs[0].is_partial() && !dp.outputs[1].is_partial() && dp.outputs[1].process_mesh() == mesh);
+
+// ---- the label contributes its dims too ------------------------------------------------------------------
+constexpr auto both = ce::infer_forward({spec({8, 16, 1000}, {-1, 1, -1}), spec({8, 16, 1}, {0, -1, -1})});
+static_assert(both.inputs[0].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(both.inputs[1].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(both.outputs[0].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(both.outputs[1].dims_mapping() == dims_mapping{0, 1, -1});
+
+// ---- vocabulary parallel: the class axis sharded; the loss is complete, not partial ----------------------
+constexpr auto vocab = ce::infer_forward({spec({8, 1000}, {0, 1}), spec({8, 1}, {-1, -1})});
+static_assert(vocab.inputs[0].dims_mapping() == dims_mapping{0, 1});
+static_assert(vocab.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(vocab.outputs[0].dims_mapping() == dims_mapping{0, 1});
+static_assert(vocab.outputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(!vocab.outputs[1].is_partial());
+
+// ---- class axis first (replicated); the label's size-1 class dim is never sharded -------------------------
+constexpr auto first = ce::infer_forward({spec({1000, 8}, {-1, 0}), spec({1, 8}, {1, -1})}, {.axis = 0});
+static_assert(first.inputs[0].dims_mapping() == dims_mapping{-1, 0});
+static_assert(first.inputs[1].dims_mapping() == dims_mapping{-1, 0});
+static_assert(first.outputs[0].dims_mapping() == dims_mapping{-1, 0});
+static_assert(first.outputs[1].dims_mapping() == dims_mapping{-1, 0});
+constexpr auto middle = ce::infer_forward({spec({4, 10, 8}, {1, -1, 0}), spec({4, -1, 8}, {-1, -1, -1})}, {.axis = -2});
+static_assert(middle.inputs[1].dims_mapping() == dims_mapping{1, -1, 0});
+static_assert(middle.outputs[1].dims_mapping() == dims_mapping{1, -1, 0});
+
+// ---- soft labels: the label has x's letters ------------------------------------------------------------
+constexpr auto soft = ce::infer_forward({spec({8, 10}, {-1, -1}), spec({8, 10}, {0, -1})}, {.soft_label = true});
+static_assert(soft.inputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(soft.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(soft.outputs[0].dims_mapping() == dims_mapping{0, -1});
+
+// ---- without softmax: softmax_out is rank 0 ---------------------------------------------------------------
+constexpr auto no_softmax = ce::infer_forward({spec({8, 10}, {0, -1}), spec({8, 1}, {-1, -1})}, {.use_softmax = false});
+static_assert(no_softmax.outputs[0].dims_mapping().empty());
+static_assert(no_softmax.outputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(no_softmax.inputs[0].dims_mapping() == dims_mapping{0, -1});
+
+// ---- partial inputs must be reduced first -------------------------------------------------------------------
+constexpr auto from_partial =
+    ce::infer_forward({partial_spec({8, 10}, {-1, 1}, {0}), partial_spec({8, 1}, {-1, -1}, {1})});
+static_assert(!from_partial.inputs[0].is_partial() && !from_partial.inputs[1].is_partial());
+static_assert(from_partial.inputs[0].dims_mapping() == dims_mapping{-1, 1});
+static_assert(!from_partial.outputs[0].is_partial() && !from_partial.outputs[1].is_partial());
+
+// ---- conflicts (merge_conflicts = true) -----------------------------------------------------------------------
+constexpr auto x_first = ce::infer_forward({spec({8, 16, 10}, {0, -1, -1}), spec({8, 16, 1}, {-1, 0, -1})});
+static_assert(x_first.inputs[1].dims_mapping() == dims_mapping{0, -1, -1});  // the label's 'b' loses mesh dim 0
+static_assert(x_first.outputs[1].dims_mapping() == dims_mapping{0, -1, -1});
+constexpr auto two_dims = ce::try_infer_forward({spec({8, 16, 10}, {0, -1, -1}), spec({8, 16, 1}, {1, -1, -1})});
+static_assert(two_dims.kind() == error_kind::unimplemented && two_dims.error().op == "cross_entropy_with_softmax");
+static_assert(two_dims.error().values == vals{'a', 1, 0, 0});
+
+// ---- errors: a sharded class axis outside the c_softmax_with_cross_entropy layout ------------------------------
+constexpr auto soft_sharded =
+    ce::try_infer_forward({spec({8, 10}, {0, 1}), spec({8, 10}, {-1, -1})}, {.soft_label = true});
+static_assert(soft_sharded.kind() == error_kind::invalid_argument && soft_sharded.error().values == vals{1, 1, 0, 0});
+// A soft label sharded on the class axis is caught as well (it would shard x's class axis).
+constexpr auto soft_label_sharded =
+    ce::try_infer_forward({spec({8, 10}, {-1, -1}), spec({8, 10}, {-1, 0})}, {.soft_label = true});
+static_assert(soft_label_sharded.kind() == error_kind::invalid_argument &&
+              soft_label_sharded.error().values == vals{1, 0, 0, 0});
+constexpr auto not_last = ce::try_infer_forward({spec({10, 8}, {1, -1}), spec({1, 8}, {-1, -1})}, {.axis = 0});
+static_assert(not_last.kind() == error_kind::invalid_argument && not_last.error().values == vals{0, 1, 1, 0});
+constexpr auto without_softmax =
+    ce::try_infer_forward({spec({8, 10}, {-1, 1}), spec({8, 1}, {-1, -1})}, {.use_softmax = false});
+static_assert(without_softmax.kind() == error_kind::invalid_argument &&
+              without_softmax.error().values == vals{1, 1, 0, 0});
+
+// ---- errors: operands and attributes --------------------------------------------------------------------------
+constexpr auto label_rank = ce::try_infer_forward({spec({8, 10}, {-1, -1}), spec({8}, {-1})});
+static_assert(label_rank.kind() == error_kind::invalid_argument && label_rank.error().values == vals{2, 1, 0, 0});
+constexpr auto label_classes = ce::try_infer_forward({spec({8, 10}, {-1, -1}), spec({8, 2}, {-1, -1})});
+static_assert(label_classes.kind() == error_kind::invalid_argument && label_classes.error().values == vals{1, 2, 0, 0});
+static_assert(ce::try_infer_forward({spec({8, 10}, {-1, -1}), spec({8, -1}, {-1, -1})}).ok());  // unknown size
+constexpr auto axis_high = ce::try_infer_forward({spec({8, 10}, {-1, -1}), spec({8, 1}, {-1, -1})}, {.axis = 2});
+static_assert(axis_high.kind() == error_kind::invalid_argument && axis_high.error().values == vals{2, 2, 0, 0});
+constexpr auto axis_low = ce::try_infer_forward({spec({8, 10}, {-1, -1}), spec({8, 1}, {-1, -1})}, {.axis = -3});
+static_assert(axis_low.kind() == error_kind::invalid_argument && axis_low.error().values == vals{-3, 2, 0, 0});
+static_assert(ce::try_infer_forward({spec({}, {}), spec({}, {})}).error().values == vals{-1, 0, 0, 0});  // rank 0
+constexpr auto one_input = ce::try_infer_forward({spec({8, 10}, {-1, -1})});
+static_assert(one_input.kind() == error_kind::invalid_argument && one_input.error().values == vals{2, 1, 0, 0});
+static_assert(!ce::try_infer_forward({spec({8, 10}, {-1, -1}), spec({8, 1}, {-1, -1}), spec({8, 1}, {-1, -1})}));
+static_assert(!ce::try_infer_forward({spec({8, 10}, {-1, -1}), dist_tensor_spec({8, 1}, process_mesh({6}))}));
+static_assert(!constant_evaluates<[] {
+  return ce::infer_forward({spec({10, 8}, {1, -1}), spec({1, 8}, {-1, -1})}, {.axis = 0});
+}>);
+
+// ==== backward ==================================================================================
+constexpr dist_tensor_spec x = spec({8, 16, 1000}, {-1, -1, -1});
+constexpr dist_tensor_spec label = spec({8, 16, 1}, {-1, -1, -1});
+
+// ---- softmax_out and loss are merged; x and the label take the merged map -------------------------------------
+constexpr auto back = ce::infer_backward({x, label}, {spec({8, 16, 1000}, {0, -1, 1}), spec({8, 16, 1}, {-1, -1, -1})});
+static_assert(back.inputs.size() == 2 && back.outputs.size() == 2);
+static_assert(back.inputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+static_assert(back.inputs[1].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(back.outputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+static_assert(back.outputs[1].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(!back.inputs[0].is_partial() && !back.inputs[1].is_partial());
+
+constexpr auto from_loss = ce::infer_backward({spec({8, 16, 1000}, {0, 1, -1}), label},
+                                              {spec({8, 16, 1000}, {-1, -1, -1}), spec({8, 16, 1}, {1, 0, -1})});
+static_assert(from_loss.inputs[0].dims_mapping() == dims_mapping{1, 0, -1});  // x's own mapping does not count
+static_assert(from_loss.inputs[1].dims_mapping() == dims_mapping{1, 0, -1});
+static_assert(from_loss.outputs[0].dims_mapping() == dims_mapping{1, 0, -1});
+
+// ---- conflicts --------------------------------------------------------------------------------------------------
+constexpr auto softmax_first =
+    ce::infer_backward({x, label}, {spec({8, 16, 1000}, {0, -1, -1}), spec({8, 16, 1}, {-1, 0, -1})});
+static_assert(softmax_first.inputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(softmax_first.outputs[1].dims_mapping() == dims_mapping{0, -1, -1});
+constexpr auto back_two_dims =
+    ce::try_infer_backward({x, label}, {spec({8, 16, 1000}, {0, -1, -1}), spec({8, 16, 1}, {1, -1, -1})});
+static_assert(back_two_dims.kind() == error_kind::unimplemented && back_two_dims.error().values == vals{'a', 1, 0, 0});
+
+// ---- without softmax: the class axis is absent from the outputs, so replicated -------------------------------
+constexpr auto back_no_softmax = ce::infer_backward({spec({8, 10}, {-1, 1}), spec({8, 1}, {-1, -1})},
+                                                    {spec({}, {}), spec({8, 1}, {0, -1})}, {.use_softmax = false});
+static_assert(back_no_softmax.inputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(back_no_softmax.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(back_no_softmax.outputs[0].dims_mapping().empty());
+static_assert(back_no_softmax.outputs[1].dims_mapping() == dims_mapping{0, -1});
+
+// ---- soft labels, a negative non-last axis, a partial loss -----------------------------------------------------
+constexpr auto back_soft = ce::infer_backward({spec({8, 10}, {-1, -1}), spec({8, 10}, {-1, -1})},
+                                              {spec({8, 10}, {1, -1}), spec({8, 1}, {-1, -1})}, {.soft_label = true});
+static_assert(back_soft.inputs[1].dims_mapping() == dims_mapping{1, -1});
+constexpr auto back_axis0 = ce::infer_backward({spec({10, 8}, {-1, -1}), spec({1, 8}, {-1, -1})},
+                                               {spec({10, 8}, {-1, 1}), spec({1, 8}, {-1, -1})}, {.axis = -2});
+static_assert(back_axis0.inputs[0].dims_mapping() == dims_mapping{-1, 1});
+static_assert(back_axis0.inputs[1].dims_mapping() == dims_mapping{-1, 1});
+static_assert(back_axis0.outputs[1].dims_mapping() == dims_mapping{-1, 1});
+constexpr auto back_partial =
+    ce::infer_backward({x, label}, {spec({8, 16, 1000}, {-1, -1, 1}), partial_spec({8, 16, 1}, {-1, -1, -1}, {0})});
+static_assert(!back_partial.outputs[1].is_partial() && !back_partial.inputs[0].is_partial());
+static_assert(back_partial.outputs[1].dims_mapping() == dims_mapping{-1, -1, -1});
+static_assert(back_partial.inputs[0].dims_mapping() == dims_mapping{-1, -1, 1});
+
+// ---- forward then backward gives forward's inputs ----------------------------------------------------------------
+constexpr auto vocab_back =
+    ce::infer_backward({spec({8, 1000}, {0, 1}), spec({8, 1}, {-1, -1})},
+                       {dist_tensor_spec({8, 1000}, vocab.outputs[0]), dist_tensor_spec({8, 1}, vocab.outputs[1])});
+static_assert(vocab_back.inputs[0] == vocab.inputs[0] && vocab_back.inputs[1] == vocab.inputs[1]);
+
+// ---- errors -------------------------------------------------------------------------------------------------
+constexpr auto back_not_last = ce::try_infer_backward({spec({10, 8}, {-1, -1}), spec({1, 8}, {-1, -1})},
+                                                      {spec({10, 8}, {1, -1}), spec({1, 8}, {-1, -1})}, {.axis = 0});
+static_assert(back_not_last.kind() == error_kind::invalid_argument && back_not_last.error().values == vals{0, 1, 1, 0});
+constexpr auto back_soft_sharded =
+    ce::try_infer_backward({spec({8, 10}, {-1, -1}), spec({8, 10}, {-1, -1})},
+                           {spec({8, 10}, {-1, 0}), spec({8, 1}, {-1, -1})}, {.soft_label = true});
+static_assert(back_soft_sharded.kind() == error_kind::invalid_argument &&
+              back_soft_sharded.error().values == vals{1, 0, 0, 0});
+constexpr auto one_output = ce::try_infer_backward({x, label}, {spec({8, 16, 1000}, {-1, -1, -1})});
+static_assert(one_output.kind() == error_kind::invalid_argument && one_output.error().values == vals{2, 1, 0, 0});
+constexpr auto softmax_rank =
+    ce::try_infer_backward({x, label}, {spec({8, 16}, {-1, -1}), spec({8, 16, 1}, {-1, -1, -1})});
+static_assert(softmax_rank.kind() == error_kind::invalid_argument && softmax_rank.error().values == vals{3, 2, 0, 0});
+constexpr auto softmax_rank0 = ce::try_infer_backward(
+    {x, label}, {spec({8, 16, 1000}, {-1, -1, -1}), spec({8, 16, 1}, {-1, -1, -1})}, {.use_softmax = false});
+static_assert(softmax_rank0.kind() == error_kind::invalid_argument && softmax_rank0.error().values == vals{0, 3, 0, 0});
+constexpr auto loss_rank =
+    ce::try_infer_backward({x, label}, {spec({8, 16, 1000}, {-1, -1, -1}), spec({8, 16}, {-1, -1})});
+static_assert(loss_rank.kind() == error_kind::invalid_argument && loss_rank.error().values == vals{3, 2, 0, 0});
+static_assert(!ce::try_infer_backward({x}, {spec({8, 16, 1000}, {-1, -1, -1}), spec({8, 16, 1}, {-1, -1, -1})}));
+static_assert(!ce::try_infer_backward({x, spec({8, 16}, {-1, -1})},
+                                      {spec({8, 16, 1000}, {-1, -1, -1}), spec({8, 16, 1}, {-1, -1, -1})}));
+static_assert(!constant_evaluates<[] { return ce::infer_backward({x, label}, {spec({8, 16, 1000}, {-1, -1, -1})}); }>);

@@ -1,0 +1,180 @@
+#include <ctspmd/rules/elementwise.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using ctspmd::rules::elementwise;
+using ctspmd_test::constant_evaluates;
+
+constexpr process_mesh mesh({2, 3});
+constexpr process_mesh mesh3({2, 2, 2});
+constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr dist_tensor_spec spec3(tensor_shape shape, dims_mapping dm) { return {shape, {mesh3, dm}}; }
+constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
+  tensor_dist_attr a(mesh, dm);
+  a.set_partial_status({partial_dim});
+  return {shape, a};
+}
+
+// ==== forward ===================================================================================
+// ---- same shapes: the shardings of the two inputs are merged -----------------------------------
+constexpr auto same = elementwise::infer_forward({spec({4, 8}, {0, -1}), spec({4, 8}, {-1, 1})});
+static_assert(same.inputs.size() == 2 && same.outputs.size() == 1);
+static_assert(same.inputs[0].dims_mapping() == dims_mapping{0, 1});
+static_assert(same.inputs[1].dims_mapping() == dims_mapping{0, 1});
+static_assert(same.outputs[0].dims_mapping() == dims_mapping{0, 1});
+static_assert(!same.outputs[0].is_partial() && same.outputs[0].process_mesh() == mesh);
+
+// ---- rank 2 against rank 4: the lower rank is right-aligned ("cd" in "abcd") --------------------
+constexpr auto r4r2 = elementwise::infer_forward({spec({2, 3, 4, 8}, {0, -1, -1, 1}), spec({4, 8}, {-1, -1})});
+static_assert(r4r2.inputs[0].dims_mapping() == dims_mapping{0, -1, -1, 1});
+static_assert(r4r2.inputs[1].dims_mapping() == dims_mapping{-1, 1});
+static_assert(r4r2.outputs[0].dims_mapping() == dims_mapping{0, -1, -1, 1});
+constexpr auto r2r4 = elementwise::infer_forward({spec({4, 8}, {1, -1}), spec({2, 3, 4, 8}, {0, -1, -1, -1})});
+static_assert(r2r4.inputs[0].dims_mapping() == dims_mapping{1, -1});
+static_assert(r2r4.inputs[1].dims_mapping() == dims_mapping{0, -1, 1, -1});  // the rank-4 input is resharded
+static_assert(r2r4.outputs[0].dims_mapping() == dims_mapping{0, -1, 1, -1});
+
+// ---- size-1 dims on either side are broadcast ('1'): never sharded -------------------------------
+constexpr auto ones = elementwise::infer_forward({spec({4, 1}, {0, 1}), spec({1, 8}, {-1, -1})});
+static_assert(ones.inputs[0].dims_mapping() == dims_mapping{0, -1});  // its size-1 dim's shard is dropped
+static_assert(ones.inputs[1].dims_mapping() == dims_mapping{-1, -1});
+static_assert(ones.outputs[0].dims_mapping() == dims_mapping{0, -1});
+constexpr auto ones2 = elementwise::infer_forward({spec({4, 1}, {0, -1}), spec({1, 8}, {-1, 1})});
+static_assert(ones2.inputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(ones2.inputs[1].dims_mapping() == dims_mapping{-1, 1});
+static_assert(ones2.outputs[0].dims_mapping() == dims_mapping{0, 1});
+// An output dim where every input is broadcast (missing or size 1) is '1': replicated.
+constexpr auto all_broadcast = elementwise::infer_forward({spec({8}, {0}), spec({1, 8}, {1, -1})});
+static_assert(all_broadcast.inputs[0].dims_mapping() == dims_mapping{0});
+static_assert(all_broadcast.inputs[1].dims_mapping() == dims_mapping{-1, 0});
+static_assert(all_broadcast.outputs[0].dims_mapping() == dims_mapping{-1, 0});
+// An unknown size (-1) is not a broadcast dim.
+constexpr auto unknown = elementwise::infer_forward({spec({-1, 8}, {0, -1}), spec({4, 8}, {-1, 1})});
+static_assert(unknown.outputs[0].dims_mapping() == dims_mapping{0, 1});
+static_assert(unknown.inputs[0].dims_mapping() == dims_mapping{0, 1});
+
+// ---- three inputs -----------------------------------------------------------------------------
+constexpr auto three = elementwise::infer_forward(
+    {spec3({2, 4, 8}, {0, -1, -1}), spec3({4, 8}, {-1, 1}), spec3({1, 4, 1}, {1, 2, -1})});
+static_assert(three.inputs.size() == 3);
+static_assert(three.inputs[0].dims_mapping() == dims_mapping{0, 2, 1});
+static_assert(three.inputs[1].dims_mapping() == dims_mapping{2, 1});
+static_assert(three.inputs[2].dims_mapping() == dims_mapping{-1, 2, -1});
+static_assert(three.outputs[0].dims_mapping() == dims_mapping{0, 2, 1});
+
+// ---- conflicts: a mesh dim on two axes keeps the first claimant (merge_conflicts = true) ---------
+constexpr auto first_wins = elementwise::infer_forward({spec({4, 8}, {0, -1}), spec({4, 8}, {-1, 0})});
+static_assert(first_wins.inputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(first_wins.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(first_wins.outputs[0].dims_mapping() == dims_mapping{0, -1});
+// Across ranks: with the rank-2 input first its 'c' claims mesh dim 0 before the rank-4 input's 'a'.
+constexpr auto x4 = spec({2, 3, 4, 8}, {0, -1, -1, -1});
+constexpr auto y2 = spec({4, 8}, {0, -1});
+static_assert(elementwise::infer_forward({x4, y2}).outputs[0].dims_mapping() == dims_mapping{0, -1, -1, -1});
+static_assert(elementwise::infer_forward({x4, y2}).inputs[1].dims_mapping() == dims_mapping{-1, -1});
+static_assert(elementwise::infer_forward({y2, x4}).outputs[0].dims_mapping() == dims_mapping{-1, -1, 0, -1});
+static_assert(elementwise::infer_forward({y2, x4}).inputs[0].dims_mapping() == dims_mapping{0, -1});
+// An axis on two mesh dims is unimplemented.
+constexpr auto two_dims = elementwise::try_infer_forward({spec({4, 8}, {0, -1}), spec({4, 8}, {1, -1})});
+static_assert(two_dims.kind() == error_kind::unimplemented && two_dims.error().op == "elementwise");
+static_assert(two_dims.error().values == std::array<std::int64_t, 4>{'a', 1, 0, 0});
+static_assert(elementwise::try_infer_forward({x4, spec({4, 8}, {-1, 1}), spec({8}, {0})}).kind() ==
+              error_kind::unimplemented);  // 'd': 1 from the second input, 0 from the third
+
+// ---- unary: no broadcast, size-1 dims keep their letter and their shard --------------------------
+constexpr auto unary = elementwise::infer_forward({spec({4, 1, 8}, {0, 1, -1})});
+static_assert(unary.inputs.size() == 1 && unary.inputs[0].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(unary.outputs[0].dims_mapping() == dims_mapping{0, 1, -1});
+constexpr auto scalar = elementwise::infer_forward({dist_tensor_spec({}, {mesh, {}})});
+static_assert(scalar.outputs[0].dims_mapping() == dims_mapping{});
+constexpr auto scalars = elementwise::infer_forward({dist_tensor_spec({}, {mesh, {}}), spec({4}, {1})});
+static_assert(scalars.outputs[0].dims_mapping() == dims_mapping{1});
+static_assert(scalars.inputs[0].dims_mapping() == dims_mapping{});
+
+// ---- partial inputs are not propagated (as Paddle): inputs and output come back not partial ------
+constexpr auto partial = elementwise::infer_forward({partial_spec({4, 8}, {0, -1}, 1), spec({4, 8}, {-1, -1})});
+static_assert(!partial.inputs[0].is_partial() && partial.inputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(!partial.outputs[0].is_partial() && partial.outputs[0].dims_mapping() == dims_mapping{0, -1});
+
+// ---- bad operands ----------------------------------------------------------------------------------
+constexpr auto none = elementwise::try_infer_forward(std::span<const dist_tensor_spec>{});
+static_assert(none.kind() == error_kind::invalid_argument && none.error().values[0] == 0);
+constexpr auto mismatch = elementwise::try_infer_forward({spec({4, 8}, {-1, -1}), spec({4, 6}, {-1, -1})});
+static_assert(mismatch.kind() == error_kind::invalid_argument);
+static_assert(mismatch.error().values == std::array<std::int64_t, 4>{1, 6, 1, 8});  // input, size, dim, other size
+static_assert(!elementwise::try_infer_forward({spec({3, 8}, {-1, -1}), spec({2, 3, 4, 8}, dims_mapping(4, -1))}));
+static_assert(!elementwise::try_infer_forward({spec({4}, {-1}), dist_tensor_spec({4}, process_mesh({6}))}));
+static_assert(!constant_evaluates<[] {
+  return elementwise::infer_forward({spec({4, 8}, {0, -1}), spec({4, 8}, {1, -1})});
+}>);
+static_assert(constant_evaluates<[] { return elementwise::infer_forward({spec({4, 8}, {0, -1})}); }>);
+
+// ==== backward ==================================================================================
+constexpr auto back = elementwise::infer_backward({spec({2, 3, 4, 8}, dims_mapping(4, -1)), spec({4, 8}, {1, 0})},
+                                                  {spec({2, 3, 4, 8}, {0, -1, -1, 1})});
+static_assert(back.inputs.size() == 2 && back.outputs.size() == 1);
+static_assert(back.inputs[0].dims_mapping() == dims_mapping{0, -1, -1, 1});
+static_assert(back.inputs[1].dims_mapping() == dims_mapping{-1, 1});  // the inputs' own mappings do not count
+static_assert(back.outputs[0].dims_mapping() == dims_mapping{0, -1, -1, 1});
+
+// Size-1 input dims are replicated; an output dim where all inputs broadcast is replicated.
+constexpr auto back_ones = elementwise::infer_backward({spec({4, 1}, {-1, -1}), spec({1, 8}, {-1, -1})},
+                                                       {spec({4, 8}, {0, 1})});
+static_assert(back_ones.inputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(back_ones.inputs[1].dims_mapping() == dims_mapping{-1, 1});
+constexpr auto back_all = elementwise::infer_backward({spec({8}, {-1}), spec({1, 8}, {-1, -1})},
+                                                      {spec({1, 8}, {0, 1})});
+static_assert(back_all.inputs[0].dims_mapping() == dims_mapping{1});
+static_assert(back_all.inputs[1].dims_mapping() == dims_mapping{-1, 1});
+static_assert(back_all.outputs[0].dims_mapping() == dims_mapping{-1, 1});  // as the inferred inputs produce it
+
+// Three inputs, and the fixpoint: forward of the inferred inputs gives the returned output.
+constexpr auto back3 = elementwise::infer_backward(
+    {spec3({2, 4, 8}, {-1, -1, -1}), spec3({4, 8}, {-1, -1}), spec3({1, 4, 1}, {-1, -1, -1})},
+    {spec3({2, 4, 8}, {1, 0, 2})});
+static_assert(back3.inputs[0].dims_mapping() == dims_mapping{1, 0, 2});
+static_assert(back3.inputs[1].dims_mapping() == dims_mapping{0, 2});
+static_assert(back3.inputs[2].dims_mapping() == dims_mapping{-1, 0, -1});
+static_assert(elementwise::infer_forward({dist_tensor_spec({2, 4, 8}, back3.inputs[0]),
+                                          dist_tensor_spec({4, 8}, back3.inputs[1]),
+                                          dist_tensor_spec({1, 4, 1}, back3.inputs[2])})
+                  .outputs[0] == back3.outputs[0]);
+
+// Unary: a size-1 dim keeps its shard backward too.
+constexpr auto back_unary = elementwise::infer_backward({spec({4, 1}, {-1, -1})}, {spec({4, 1}, {1, 0})});
+static_assert(back_unary.inputs[0].dims_mapping() == dims_mapping{1, 0});
+
+// A partial output: the inputs are not partial, nor is the output as they produce it.
+constexpr auto back_partial = elementwise::infer_backward({spec({4, 8}, {-1, -1}), spec({8}, {-1})},
+                                                          {partial_spec({4, 8}, {-1, 0}, 1)});
+static_assert(back_partial.inputs[0].dims_mapping() == dims_mapping{-1, 0} && !back_partial.inputs[0].is_partial());
+static_assert(back_partial.inputs[1].dims_mapping() == dims_mapping{0} && !back_partial.inputs[1].is_partial());
+static_assert(back_partial.outputs[0].dims_mapping() == dims_mapping{-1, 0} && !back_partial.outputs[0].is_partial());
+
+// Forward then backward agree.
+constexpr auto fwd_x4y2 = elementwise::infer_forward({x4, y2});
+constexpr auto back_x4y2 = elementwise::infer_backward({x4, y2}, {dist_tensor_spec({2, 3, 4, 8}, fwd_x4y2.outputs[0])});
+static_assert(back_x4y2.inputs[0] == fwd_x4y2.inputs[0] && back_x4y2.inputs[1] == fwd_x4y2.inputs[1]);
+static_assert(back_x4y2.outputs[0] == fwd_x4y2.outputs[0]);
+
+// ---- bad operands ----------------------------------------------------------------------------------
+constexpr auto back_rank = elementwise::try_infer_backward({spec({4, 8}, {-1, -1})}, {spec({4}, {-1})});
+static_assert(back_rank.kind() == error_kind::invalid_argument && back_rank.error().values[0] == 1 &&
+              back_rank.error().values[1] == 2);
+constexpr auto back_size = elementwise::try_infer_backward({spec({4, 8}, {-1, -1}), spec({1, 8}, {-1, -1})},
+                                                           {spec({4, 6}, {-1, -1})});
+static_assert(back_size.kind() == error_kind::invalid_argument);
+static_assert(back_size.error().values == std::array<std::int64_t, 4>{6, 1, 8, 0});  // size, dim, broadcast size
+static_assert(elementwise::try_infer_backward({spec({4, 8}, {-1, -1})}, {spec({-1, 8}, {0, -1})}));  // unknown: ok
+static_assert(!elementwise::try_infer_backward({spec({4, 8}, {-1, -1})}, {}));
+static_assert(
+    !elementwise::try_infer_backward({spec({4, 8}, {-1, -1})}, {spec({4, 8}, {-1, -1}), spec({4, 8}, {-1, -1})}));
+static_assert(elementwise::try_infer_backward(std::span<const dist_tensor_spec>{},
+                                              std::span<const dist_tensor_spec>{})
+                  .kind() == error_kind::invalid_argument);
+static_assert(
+    !elementwise::try_infer_backward({spec({4, 8}, {-1, -1}), spec({4, 6}, {-1, -1})}, {spec({4, 8}, {-1, -1})}));
+static_assert(!constant_evaluates<[] {
+  return elementwise::infer_backward({spec({4, 8}, {-1, -1})}, {spec({4}, {-1})});
+}>);

@@ -1,0 +1,98 @@
+#include <ctspmd/rules/softmax.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using ctspmd::rules::softmax;
+using ctspmd_test::constant_evaluates;
+
+constexpr process_mesh mesh({2, 3});
+constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
+  tensor_dist_attr a(mesh, dm);
+  a.set_partial_status({partial_dim});
+  return {shape, a};
+}
+
+static_assert(rules::softmax_attributes{}.axis == -1);
+
+// ==== forward ===================================================================================
+// ---- the softmax axis is not sharded: nothing changes -------------------------------------------
+constexpr auto keep = softmax::infer_forward({spec({4, 16, 32}, {0, 1, -1})});
+static_assert(keep.inputs.size() == 1 && keep.outputs.size() == 1);
+static_assert(keep.inputs[0].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(keep.outputs[0].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(!keep.outputs[0].is_partial() && keep.outputs[0].process_mesh() == mesh);
+
+// ---- a sharded softmax axis is replicated (x is resharded) ----------------------------------------
+constexpr auto last = softmax::infer_forward({spec({4, 16, 32}, {0, -1, 1})});
+static_assert(last.inputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(last.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+constexpr auto mid = softmax::infer_forward({spec({4, 16, 32}, {0, 1, -1})}, {.axis = 1});
+static_assert(mid.inputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(mid.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(softmax::infer_forward({spec({4, 16, 32}, {0, 1, -1})}, {.axis = -2}) == mid);  // negative axis
+static_assert(softmax::infer_forward({spec({4, 16, 32}, {0, 1, -1})}, {.axis = -3}).outputs[0].dims_mapping() ==
+              dims_mapping{-1, 1, -1});
+static_assert(softmax::infer_forward({spec({4, 16, 32}, {0, 1, -1})}, {.axis = 0}).inputs[0].dims_mapping() ==
+              dims_mapping{-1, 1, -1});
+
+// ---- a 0-D x: axis -1 or 0, empty mappings ----------------------------------------------------------
+static_assert(softmax::infer_forward({spec({}, {})}).outputs[0].dims_mapping() == dims_mapping{});
+static_assert(softmax::infer_forward({spec({}, {})}, {.axis = 0}).inputs[0].dims_mapping() == dims_mapping{});
+
+// ---- a partial x must be reduced first: it comes back not partial, and so is the output --------------
+constexpr auto partial = softmax::infer_forward({partial_spec({4, 32}, {0, -1}, 1)});
+static_assert(!partial.inputs[0].is_partial() && partial.inputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(!partial.outputs[0].is_partial() && partial.outputs[0].dims_mapping() == dims_mapping{0, -1});
+
+// ---- bad axes and operands ----------------------------------------------------------------------------
+constexpr auto axis3 = softmax::try_infer_forward({spec({4, 16, 32}, {0, 1, -1})}, {.axis = 3});
+static_assert(axis3.kind() == error_kind::invalid_argument && axis3.error().op == "softmax");
+static_assert(axis3.error().values == std::array<std::int64_t, 4>{3, 3, 3, 3});  // axis, bounds, rank
+constexpr auto axis_m4 = softmax::try_infer_forward({spec({4, 16, 32}, {0, 1, -1})}, {.axis = -4});
+static_assert(axis_m4.error().values == std::array<std::int64_t, 4>{-4, 3, 3, 3});
+constexpr auto axis_0d = softmax::try_infer_forward({spec({}, {})}, {.axis = 1});
+static_assert(axis_0d.kind() == error_kind::invalid_argument);
+static_assert(axis_0d.error().values == std::array<std::int64_t, 4>{1, 1, 1, 0});
+static_assert(!softmax::try_infer_forward({spec({}, {})}, {.axis = -2}));
+static_assert(!softmax::try_infer_forward({spec({4}, {-1}), spec({4}, {-1})}));
+static_assert(!softmax::try_infer_forward(std::span<const dist_tensor_spec>{}));
+static_assert(!constant_evaluates<[] { return softmax::infer_forward({spec({4, 32}, {0, -1})}, {.axis = 2}); }>);
+
+// ==== backward ==================================================================================
+constexpr auto x = spec({4, 16, 32}, {-1, -1, -1});
+// From the output, the softmax axis forced replicated; x takes the same; x's own mapping does not count.
+constexpr auto back = softmax::infer_backward({spec({4, 16, 32}, {1, -1, 0})}, {spec({4, 16, 32}, {0, 1, -1})},
+                                              {.axis = 1});
+static_assert(back.inputs.size() == 1 && back.outputs.size() == 1);
+static_assert(back.inputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(back.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});  // the axis replicated
+constexpr auto back_last = softmax::infer_backward({x}, {spec({4, 16, 32}, {-1, 0, 1})});
+static_assert(back_last.inputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+static_assert(back_last.outputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+static_assert(softmax::infer_backward({spec({}, {})}, {spec({}, {})}).inputs[0].dims_mapping() == dims_mapping{});
+
+// A partial output: x is not partial, nor is the output as x produces it.
+constexpr auto back_partial = softmax::infer_backward({x}, {partial_spec({4, 16, 32}, {0, -1, -1}, 1)});
+static_assert(back_partial.inputs[0].dims_mapping() == dims_mapping{0, -1, -1} && !back_partial.inputs[0].is_partial());
+static_assert(back_partial.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(!back_partial.outputs[0].is_partial());
+
+// Forward then backward agree; forward of the inferred x gives the returned output.
+static_assert(
+    softmax::infer_backward({spec({4, 16, 32}, {0, -1, 1})}, {dist_tensor_spec({4, 16, 32}, last.outputs[0])}) == last);
+static_assert(softmax::infer_forward({dist_tensor_spec({4, 16, 32}, back.inputs[0])}, {.axis = 1}).outputs[0] ==
+              back.outputs[0]);
+
+// ---- bad operands ----------------------------------------------------------------------------------
+constexpr auto back_rank = softmax::try_infer_backward({x}, {spec({4, 16}, {-1, -1})});
+static_assert(back_rank.kind() == error_kind::invalid_argument);
+static_assert(back_rank.error().values[0] == 2 && back_rank.error().values[1] == 3);
+constexpr auto back_size = softmax::try_infer_backward({x}, {spec({4, 16, 30}, {-1, -1, -1})});
+static_assert(back_size.error().values == std::array<std::int64_t, 4>{2, 30, 32, 0});  // dim, size, x's size
+static_assert(softmax::try_infer_backward({x}, {spec({-1, 16, 32}, {-1, -1, -1})}));  // unknown size: ok
+static_assert(softmax::try_infer_backward({x}, {spec({4, 16, 32}, {-1, -1, -1})}, {.axis = 5}).error().values[0] == 5);
+static_assert(!softmax::try_infer_backward({x}, {}));
+static_assert(!softmax::try_infer_backward({x, x}, {x}));
+static_assert(!constant_evaluates<[] { return softmax::infer_backward({x}, {spec({4, 16}, {-1, -1})}); }>);

@@ -1,0 +1,99 @@
+#include <ctspmd/rules/transpose.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using ctspmd::rules::transpose;
+using ctspmd_test::constant_evaluates;
+
+constexpr process_mesh mesh({2, 3});
+constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
+  tensor_dist_attr a(mesh, dm);
+  a.set_partial_status({partial_dim});
+  return {shape, a};
+}
+
+static_assert(rules::transpose_attributes{}.perm.empty());
+
+// ==== forward ===================================================================================
+// out dim i is x dim perm[i]: "abc" -> "cab".
+constexpr auto x = spec({2, 4, 8}, {0, -1, 1});
+constexpr auto fwd = transpose::infer_forward({x}, {.perm = {2, 0, 1}});
+static_assert(fwd.inputs.size() == 1 && fwd.outputs.size() == 1);
+static_assert(fwd.inputs[0].dims_mapping() == dims_mapping{0, -1, 1});  // x as merged: unchanged
+static_assert(fwd.outputs[0].dims_mapping() == dims_mapping{1, 0, -1});
+static_assert(!fwd.outputs[0].is_partial() && fwd.outputs[0].process_mesh() == mesh);
+
+// Negative perm entries count from the end.
+static_assert(transpose::infer_forward({x}, {.perm = {-1, 0, -2}}) == fwd);
+static_assert(transpose::infer_forward({x}, {.perm = {-1, -3, 1}}) == fwd);
+
+// The 2-D transpose, the identity, a 0-D x.
+static_assert(transpose::infer_forward({spec({4, 8}, {1, -1})}, {.perm = {1, 0}}).outputs[0].dims_mapping() ==
+              dims_mapping{-1, 1});
+static_assert(transpose::infer_forward({x}, {.perm = {0, 1, 2}}).outputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+static_assert(transpose::infer_forward({spec({}, {})}, {.perm = {}}).outputs[0].dims_mapping() == dims_mapping{});
+
+// A partial x is not propagated (as Paddle): it comes back not partial, and so is the output.
+constexpr auto partial = transpose::infer_forward({partial_spec({4, 8}, {0, -1}, 1)}, {.perm = {1, 0}});
+static_assert(!partial.inputs[0].is_partial() && partial.inputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(!partial.outputs[0].is_partial() && partial.outputs[0].dims_mapping() == dims_mapping{-1, 0});
+
+// ---- bad perms and operands -------------------------------------------------------------------------
+constexpr auto short_perm = transpose::try_infer_forward({x}, {.perm = {1, 0}});
+static_assert(short_perm.kind() == error_kind::invalid_argument && short_perm.error().op == "transpose");
+static_assert(short_perm.error().values[0] == 2 && short_perm.error().values[1] == 3);
+static_assert(transpose::try_infer_forward({x}).error().values[0] == 0);  // perm is required
+constexpr auto too_big = transpose::try_infer_forward({x}, {.perm = {0, 3, 1}});
+static_assert(too_big.kind() == error_kind::invalid_argument);
+static_assert(too_big.error().values == std::array<std::int64_t, 4>{3, 1, 3, 3});  // entry, position, rank
+constexpr auto too_small = transpose::try_infer_forward({x}, {.perm = {0, -4, 1}});
+static_assert(too_small.error().values == std::array<std::int64_t, 4>{-4, 1, 3, 3});
+constexpr auto repeat = transpose::try_infer_forward({x}, {.perm = {0, 2, -3}});
+static_assert(repeat.kind() == error_kind::invalid_argument);
+static_assert(repeat.error().values == std::array<std::int64_t, 4>{-3, 2, 0, 0});  // entry, position, dim
+static_assert(!transpose::try_infer_forward({x, x}, {.perm = {0, 1, 2}}));
+static_assert(!transpose::try_infer_forward(std::span<const dist_tensor_spec>{}, {}));
+static_assert(!constant_evaluates<[] { return transpose::infer_forward({x}, {.perm = {0, 0, 1}}); }>);
+
+// ==== backward ==================================================================================
+constexpr auto x_repl = spec({2, 4, 8}, {-1, -1, -1});
+constexpr auto back = transpose::infer_backward({x_repl}, {spec({8, 2, 4}, {1, 0, -1})}, {.perm = {2, 0, 1}});
+static_assert(back.inputs.size() == 1 && back.outputs.size() == 1);
+static_assert(back.inputs[0].dims_mapping() == dims_mapping{0, -1, 1});  // x's own mapping does not count
+static_assert(back.outputs[0].dims_mapping() == dims_mapping{1, 0, -1});
+static_assert(transpose::infer_backward({x_repl}, {spec({8, 2, 4}, {-1, 1, 0})}, {.perm = {-1, 0, 1}})
+                  .inputs[0]
+                  .dims_mapping() == dims_mapping{1, 0, -1});
+
+// A partial output: x is not partial, nor is the output as x produces it.
+constexpr auto back_partial =
+    transpose::infer_backward({x_repl}, {partial_spec({8, 2, 4}, {-1, 0, -1}, 1)}, {.perm = {2, 0, 1}});
+static_assert(back_partial.inputs[0].dims_mapping() == dims_mapping{0, -1, -1} && !back_partial.inputs[0].is_partial());
+static_assert(back_partial.outputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+static_assert(!back_partial.outputs[0].is_partial());
+
+// Forward then backward agree; forward of the inferred x gives the returned output.
+static_assert(transpose::infer_backward({x}, {dist_tensor_spec({8, 2, 4}, fwd.outputs[0])}, {.perm = {2, 0, 1}}) ==
+              fwd);
+static_assert(transpose::infer_forward({dist_tensor_spec({2, 4, 8}, back.inputs[0])}, {.perm = {2, 0, 1}}).outputs[0] ==
+              back.outputs[0]);
+
+// ---- bad operands ----------------------------------------------------------------------------------
+constexpr auto back_rank = transpose::try_infer_backward({x_repl}, {spec({8, 2}, {-1, -1})}, {.perm = {2, 0, 1}});
+static_assert(back_rank.kind() == error_kind::invalid_argument);
+static_assert(back_rank.error().values[0] == 2 && back_rank.error().values[1] == 3);
+constexpr auto back_size =
+    transpose::try_infer_backward({x_repl}, {spec({8, 4, 2}, {-1, -1, -1})}, {.perm = {2, 0, 1}});
+static_assert(back_size.kind() == error_kind::invalid_argument);
+static_assert(back_size.error().values == std::array<std::int64_t, 4>{1, 4, 0, 2});  // out dim, size, x dim, size
+static_assert(transpose::try_infer_backward({x_repl}, {spec({-1, 2, 4}, {-1, -1, -1})}, {.perm = {2, 0, 1}}));
+static_assert(transpose::try_infer_backward({x_repl}, {spec({8, 2, 4}, {-1, -1, -1})}, {.perm = {2, 0, 2}})
+                  .error()
+                  .values[2] == 2);  // the perm is checked backward too
+static_assert(!transpose::try_infer_backward({x_repl}, {}, {.perm = {2, 0, 1}}));
+static_assert(!transpose::try_infer_backward({x_repl, x_repl}, {spec({8, 2, 4}, {-1, -1, -1})}, {.perm = {2, 0, 1}}));
+static_assert(!constant_evaluates<[] {
+  return transpose::infer_backward({x_repl}, {spec({8, 2}, {-1, -1})}, {.perm = {2, 0, 1}});
+}>);
