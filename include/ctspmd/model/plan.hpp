@@ -1,0 +1,217 @@
+#ifndef CTSPMD_MODEL_PLAN_HPP
+#define CTSPMD_MODEL_PLAN_HPP
+/// \file Fixed-model plans: tensors and operators written as constexpr data.
+///
+/// A plan is a value built in a constexpr function, a few lines per operator:
+///
+///     model::plan<> p(mesh);
+///     auto x = p.tensor("x", {8, 512, 1024}, {0, -1, -1});      // annotated
+///     auto w = p.tensor("w", {1024, 4096}, {-1, 1});
+///     auto y = p.tensor("y", {8, 512, 4096});                   // inferred
+///     p.op<"matmul">({x, w}, {y});
+///
+/// Operators name a registered rule and take its typed attributes. `repeat` records a block
+/// of operators that runs `count` times, its output feeding its input (a decoder layer): it is
+/// built and stored once, and propagation verifies it once when it maps its input sharding to
+/// the same output sharding. Capacities are template arguments; exceeding one is an error.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+
+#include <boost/hana/fold_left.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/type.hpp>
+#include <boost/hana/unpack.hpp>
+
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/core/fixed_string.hpp>
+#include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/dist/dist_tensor_spec.hpp>
+#include <ctspmd/rules/registry.hpp>
+
+namespace ctspmd::model {
+
+/// A tensor of a plan.
+struct tensor_id {
+  std::size_t index = 0;
+  friend constexpr bool operator==(tensor_id, tensor_id) = default;
+};
+
+namespace detail {
+// std::variant over the distinct attribute types of the registered rules.
+template <class... T>
+struct type_list {};
+template <class... T, class U>
+constexpr auto add_unique(type_list<T...>, U) {
+  if constexpr ((std::is_same_v<T, U> || ...))
+    return type_list<T...>{};
+  else
+    return type_list<T..., U>{};
+}
+template <class... T>
+std::variant<T...> as_variant(type_list<T...>);
+inline constexpr auto attribute_types = boost::hana::unpack(rules::registry, [](auto... pairs) {
+  return boost::hana::fold_left(
+      boost::hana::make_tuple(typename decltype(+boost::hana::second(pairs))::type::attributes{}...), type_list<>{},
+      [](auto list, auto attrs) { return add_unique(list, attrs); });
+});
+}  // namespace detail
+
+/// The attributes of any registered rule.
+using any_attributes = decltype(detail::as_variant(detail::attribute_types));
+
+/// A tensor as the plan declares it.
+struct tensor_info {
+  std::string_view name{};
+  tensor_shape shape{};
+  std::int64_t element_bytes = 4;
+  bool annotated = false;       ///< `annotation` fixes its dist attributes
+  tensor_dist_attr annotation{};
+  std::int64_t producer = -1;   ///< index of the operator writing it; -1 for a plan input
+};
+
+/// An operator: a registered rule, its attributes and its operand tensors.
+struct operator_info {
+  std::string_view rule{};   ///< the registered name, e.g. "matmul"
+  std::string_view label{};  ///< the user's name for it, e.g. "attn.qkv" (may be empty)
+  static_vector<std::uint16_t, max_operands> inputs{};
+  static_vector<std::uint16_t, max_operands> outputs{};
+  any_attributes attributes{};
+  result<spmd_info> (*forward)(spec_span, const any_attributes&) = nullptr;
+  result<spmd_info> (*backward)(spec_span, spec_span, const any_attributes&) = nullptr;
+  /// The label, or the rule's name when there is none.
+  constexpr std::string_view name() const noexcept { return label.empty() ? rule : label; }
+};
+
+/// Operators [first_op, end_op) run `count` times; `input` holds, in each run, the previous
+/// run's `output` (in the first run: `source`'s value).
+struct block_info {
+  std::size_t first_op = 0, end_op = 0, count = 0;
+  tensor_id source{}, input{}, output{};
+};
+
+namespace detail {
+template <class Rule>
+constexpr result<spmd_info> forward_thunk(spec_span in, const any_attributes& a) {
+  return Rule::try_infer_forward(in, std::get<typename Rule::attributes>(a));
+}
+template <class Rule>
+constexpr result<spmd_info> backward_thunk(spec_span in, spec_span out, const any_attributes& a) {
+  return Rule::try_infer_backward(in, out, std::get<typename Rule::attributes>(a));
+}
+}  // namespace detail
+
+/// A model's sharding plan on one process mesh (at most MaxTensors tensors, MaxOps operators).
+template <std::size_t MaxTensors = 64, std::size_t MaxOps = 64>
+class plan {
+ public:
+  static_assert(MaxTensors <= 65535, "operators refer to tensors by 16-bit index");
+  static constexpr std::size_t max_tensors = MaxTensors;
+  static constexpr std::size_t max_ops = MaxOps;
+
+  constexpr explicit plan(const process_mesh& mesh) : mesh_(mesh) {}
+
+  /// A tensor whose dist attributes are inferred.
+  constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, std::int64_t element_bytes = 4) {
+    return add_tensor({name, shape, element_bytes, false, {}, -1});
+  }
+  /// A tensor annotated with `mapping` on the plan's mesh.
+  constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, const dims_mapping& mapping,
+                             std::int64_t element_bytes = 4) {
+    return tensor(name, shape, tensor_dist_attr(mesh_, mapping), element_bytes);
+  }
+  /// A tensor annotated with `attr` (which may be partial).
+  constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, const tensor_dist_attr& attr,
+                             std::int64_t element_bytes = 4) {
+    if (!(attr.process_mesh() == mesh_))
+      raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is annotated on another process mesh",
+                       tensor_count_));
+    dist_tensor_spec::check(shape, attr).check();
+    return add_tensor({name, shape, element_bytes, true, attr, -1});
+  }
+
+  /// The operator `Op` (a registered name) reading `inputs` and writing `outputs`.
+  template <fixed_string Op>
+  constexpr void op(std::initializer_list<tensor_id> inputs, std::initializer_list<tensor_id> outputs,
+                    const typename rules::rule_for<Op>::attributes& attrs = {}, std::string_view label = "") {
+    using rule = rules::rule_for<Op>;
+    if (op_count_ == MaxOps)
+      raise(make_error(error_kind::invalid_argument, "plan", "more than {} operators (raise plan's MaxOps)", MaxOps));
+    operator_info o{Op.view(), label, {}, {}, attrs, &detail::forward_thunk<rule>, &detail::backward_thunk<rule>};
+    for (auto t : inputs) o.inputs.push_back(checked(t));
+    for (auto t : outputs) {
+      o.outputs.push_back(checked(t));
+      auto& produced = tensors_[t.index];
+      if (produced.producer != -1)
+        raise(make_error(error_kind::invalid_argument, "plan", "operator {} writes tensor {}, already written by operator {}",
+                         op_count_, t.index, produced.producer));
+      produced.producer = static_cast<std::int64_t>(op_count_);
+    }
+    ops_[op_count_++] = o;
+  }
+
+  /// A block run `count` times (count >= 1), e.g. the layers of a decoder:
+  /// `body(plan&, tensor_id input) -> tensor_id output` adds its operators once; `input`
+  /// stands for `source` in the first run and for the previous run's output after. Returns
+  /// the last run's output.
+  template <class Body>
+  constexpr tensor_id repeat(std::size_t count, tensor_id source, Body&& body) {
+    if (count == 0) raise(make_error(error_kind::invalid_argument, "plan", "a block repeats at least once"));
+    if (block_count_ == blocks_.size())
+      raise(make_error(error_kind::invalid_argument, "plan", "more than {} repeated blocks", blocks_.size()));
+    const auto& s = tensors_[checked(source)];
+    const tensor_id input = add_tensor({s.name, s.shape, s.element_bytes, false, {}, block_input});
+    block_info b{op_count_, 0, count, source, input, {}};
+    b.output = body(*this, input);
+    b.end_op = op_count_;
+    checked(b.output);
+    if (!(tensors_[b.output.index].shape == s.shape))
+      raise(make_error(error_kind::invalid_argument, "plan", "a repeated block's output (tensor {}) must have its input's shape",
+                       b.output.index));
+    blocks_[block_count_++] = b;
+    return b.output;
+  }
+
+  constexpr const process_mesh& mesh() const noexcept { return mesh_; }
+  constexpr std::size_t tensor_count() const noexcept { return tensor_count_; }
+  constexpr std::size_t op_count() const noexcept { return op_count_; }
+  constexpr std::size_t block_count() const noexcept { return block_count_; }
+  constexpr const tensor_info& tensor_at(std::size_t i) const { return tensors_[index_check(i, tensor_count_)]; }
+  constexpr const operator_info& op_at(std::size_t i) const { return ops_[index_check(i, op_count_)]; }
+  constexpr const block_info& block_at(std::size_t i) const { return blocks_[index_check(i, block_count_)]; }
+
+  /// `producer` of a block's input tensor: written by the block's previous run.
+  static constexpr std::int64_t block_input = -2;
+
+ private:
+  static constexpr std::size_t index_check(std::size_t i, std::size_t n) {
+    if (i >= n) raise(make_error(error_kind::invalid_argument, "plan", "index {} is out of range ({} entries)", i, n));
+    return i;
+  }
+  constexpr std::uint16_t checked(tensor_id t) const {
+    if (t.index >= tensor_count_)
+      raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is not a tensor of this plan", t.index));
+    return static_cast<std::uint16_t>(t.index);
+  }
+  constexpr tensor_id add_tensor(const tensor_info& t) {
+    if (tensor_count_ == MaxTensors)
+      raise(make_error(error_kind::invalid_argument, "plan", "more than {} tensors (raise plan's MaxTensors)", MaxTensors));
+    tensors_[tensor_count_] = t;
+    return {tensor_count_++};
+  }
+
+  process_mesh mesh_;
+  std::array<tensor_info, MaxTensors> tensors_{};
+  std::array<operator_info, MaxOps> ops_{};
+  std::array<block_info, 4> blocks_{};
+  std::size_t tensor_count_ = 0, op_count_ = 0, block_count_ = 0;
+};
+
+}  // namespace ctspmd::model
+
+#endif
