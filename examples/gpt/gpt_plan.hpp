@@ -18,7 +18,8 @@ using namespace ctspmd;
 inline constexpr std::int64_t dp = 2, mp = 4;                  // mesh [dp, mp]
 inline constexpr std::int64_t batch = 8, seq = 1024, hidden = 1024, heads = 16, head_dim = 64;
 inline constexpr std::int64_t ffn = 4 * hidden, vocab = 32000;
-inline constexpr std::int64_t fp16 = 2, int64 = 8;             // element sizes in bytes
+inline constexpr auto fp16 = model::float16;
+inline constexpr auto int64 = model::int64;
 inline constexpr process_mesh mesh({dp, mp});
 
 /// Which plan: Megatron tensor parallelism, the same with sequence parallelism, or one with a

@@ -65,6 +65,27 @@ inline constexpr auto attribute_types = boost::hana::unpack(rules::registry, [](
 /// The attributes of any registered rule.
 using any_attributes = decltype(detail::as_variant(detail::attribute_types));
 
+/// The size of a tensor's elements, for the bytes a reshard moves: `model::float16`,
+/// `model::int64`, ... or `element_size::of_bytes(n)`. (Not constructible from an int, so that
+/// `p.tensor("x", {8}, {0})` can only mean the dims mapping {0}.)
+class element_size {
+ public:
+  static constexpr element_size of_bytes(std::int64_t n) {
+    if (n <= 0) raise(make_error(error_kind::invalid_argument, "element_size", "an element has {} bytes", n));
+    element_size e;
+    e.bytes_ = n;
+    return e;
+  }
+  constexpr std::int64_t bytes() const noexcept { return bytes_; }
+
+ private:
+  constexpr element_size() noexcept = default;
+  std::int64_t bytes_ = 4;
+};
+inline constexpr element_size float16 = element_size::of_bytes(2), bfloat16 = element_size::of_bytes(2),
+                              float32 = element_size::of_bytes(4), float64 = element_size::of_bytes(8),
+                              int32 = element_size::of_bytes(4), int64 = element_size::of_bytes(8);
+
 /// A tensor as the plan declares it.
 struct tensor_info {
   std::string_view name{};
@@ -117,22 +138,22 @@ class plan {
   constexpr explicit plan(const process_mesh& mesh) : mesh_(mesh) {}
 
   /// A tensor whose dist attributes are inferred.
-  constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, std::int64_t element_bytes = 4) {
-    return add_tensor({name, shape, element_bytes, false, {}, -1});
+  constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, element_size element = float32) {
+    return add_tensor({name, shape, element.bytes(), false, {}, -1});
   }
   /// A tensor annotated with `mapping` on the plan's mesh.
   constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, const dims_mapping& mapping,
-                             std::int64_t element_bytes = 4) {
-    return tensor(name, shape, tensor_dist_attr(mesh_, mapping), element_bytes);
+                             element_size element = float32) {
+    return tensor(name, shape, tensor_dist_attr(mesh_, mapping), element);
   }
   /// A tensor annotated with `attr` (which may be partial).
   constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, const tensor_dist_attr& attr,
-                             std::int64_t element_bytes = 4) {
+                             element_size element = float32) {
     if (!(attr.process_mesh() == mesh_))
       raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is annotated on another process mesh",
                        tensor_count_));
     dist_tensor_spec::check(shape, attr).check();
-    return add_tensor({name, shape, element_bytes, true, attr, -1});
+    return add_tensor({name, shape, element.bytes(), true, attr, -1});
   }
 
   /// The operator `Op` (a registered name) reading `inputs` and writing `outputs`.

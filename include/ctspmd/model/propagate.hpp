@@ -120,14 +120,11 @@ class propagation {
   }
   /// Bytes each device sends for all reshards of `kind` (-1 if any size is unknown).
   constexpr std::int64_t bytes(collective kind) const noexcept {
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < reshard_count_; ++i) {
-      const auto& r = reshards_[i];
-      if (r.kind != kind) continue;
-      if (r.bytes < 0) return -1;
-      total += r.bytes * static_cast<std::int64_t>(r.times);
-    }
-    return total;
+    return bytes_where([&](const reshard& r) { return r.kind == kind; });
+  }
+  /// The same, for the reshards in block `b`.
+  constexpr std::int64_t bytes_in_block(std::size_t b, collective kind) const noexcept {
+    return bytes_where([&](const reshard& r) { return r.kind == kind && r.block == static_cast<std::int64_t>(b); });
   }
 
   /// True if block `b` has exactly `expected` reshards over all its runs, all of `kind`;
@@ -155,6 +152,17 @@ class propagation {
   friend constexpr propagation<T, R> try_propagate_impl(const plan<T, O>&, propagate_options);
 
   template <class F>
+  constexpr std::int64_t bytes_where(F f) const noexcept {
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < reshard_count_; ++i) {
+      const auto& r = reshards_[i];
+      if (!f(r)) continue;
+      if (r.bytes < 0) return -1;
+      total += r.bytes * static_cast<std::int64_t>(r.times);
+    }
+    return total;
+  }
+  template <class F>
   constexpr std::size_t sum(F f) const noexcept {
     std::size_t n = 0;
     for (std::size_t i = 0; i < reshard_count_; ++i)
@@ -171,6 +179,11 @@ class propagation {
 };
 
 namespace detail {
+
+constexpr bool same_but_times(const reshard& a, const reshard& b) {
+  return a.op == b.op && a.operand == b.operand && a.on_output == b.on_output && a.mesh_dim == b.mesh_dim &&
+         a.kind == b.kind && a.block == b.block && a.from == b.from && a.to == b.to;
+}
 
 /// What a dist attr holds on one mesh dim.
 struct mesh_dim_state {
@@ -233,20 +246,28 @@ constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_op
     out.status_ = e;
     out.failed_op_ = static_cast<std::int64_t>(op);
   };
+  // Reshards identical but for their count (the same operand in every run of a block) are
+  // one entry; `touched` lists the entries the current block run added to.
+  std::array<std::size_t, R> touched{};
+  std::size_t touched_count = 0;
   auto add_reshards = [&](std::size_t op, std::size_t operand, bool on_output, std::size_t tensor,
-                          const tensor_dist_attr& from, const tensor_dist_attr& to, std::size_t times,
-                          std::int64_t block) {
+                          const tensor_dist_attr& from, const tensor_dist_attr& to, std::int64_t block) {
     for (std::int64_t m = 0; m < p.mesh().ndim(); ++m) {
       const auto a = detail::state_on(from, m), b = detail::state_on(to, m);
       if (a == b) continue;
-      if (out.reshard_count_ == R) {
-        fail(op, make_error(error_kind::invalid_argument, "", "more than {} reshards (raise MaxReshards)", R));
-        return;
-      }
       const auto kind = detail::classify(a, b);
-      out.reshards_[out.reshard_count_++] = {op,   operand, on_output, tensor,
-                                             m,    kind,    detail::reshard_bytes(kind, p.tensor_at(tensor), from, m),
-                                             times, block,  from,      to};
+      const reshard r{op, operand, on_output, tensor, m, kind, detail::reshard_bytes(kind, p.tensor_at(tensor), from, m),
+                      1,  block,   from,      to};
+      std::size_t e = 0;
+      while (e < out.reshard_count_ && !detail::same_but_times(out.reshards_[e], r)) ++e;
+      if (e < out.reshard_count_) {
+        ++out.reshards_[e].times;
+      } else if (out.reshard_count_ == R) {
+        return fail(op, make_error(error_kind::invalid_argument, "", "more than {} distinct reshards (raise MaxReshards)", R));
+      } else {
+        out.reshards_[out.reshard_count_++] = r;
+      }
+      if (block >= 0) touched[touched_count++] = e;
     }
   };
   auto specs_of = [&](const auto& ids, const dist_attrs* use) -> result<static_vector<dist_tensor_spec, max_operands>> {
@@ -265,8 +286,8 @@ constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_op
     }
     return specs;
   };
-  // Runs operator i once; its reshards occur `times` times.
-  auto run_op = [&](std::size_t i, std::size_t times, std::int64_t block) {
+  // Runs operator i once (in block `block`, or -1).
+  auto run_op = [&](std::size_t i, std::int64_t block) {
     const auto& o = p.op_at(i);
     const auto in = specs_of(o.inputs, nullptr);
     if (!in) return fail(i, in.error());
@@ -294,7 +315,7 @@ constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_op
       if (!again) return fail(i, again.error());
       for (std::size_t j = 0; j < o.outputs.size(); ++j) {
         result_attrs[j] = p.tensor_at(o.outputs[j]).annotated ? wanted[j] : again->outputs[j];
-        add_reshards(i, j, true, o.outputs[j], again->outputs[j], result_attrs[j], times, block);
+        add_reshards(i, j, true, o.outputs[j], again->outputs[j], result_attrs[j], block);
       }
     }
     for (std::size_t k = 0; k < o.inputs.size(); ++k) {
@@ -303,7 +324,7 @@ constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_op
         attrs[t] = need[k];
         known[t] = true;
       } else {
-        add_reshards(i, k, false, t, attrs[t], need[k], times, block);
+        add_reshards(i, k, false, t, attrs[t], need[k], block);
       }
     }
     for (std::size_t j = 0; j < o.outputs.size(); ++j) {
@@ -327,11 +348,11 @@ constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_op
       for (std::size_t run = 1; run <= b.count && out.ok(); ++run) {
         attrs[b.input.index] = run == 1 ? attrs[b.source.index] : attrs[b.output.index];
         known[b.input.index] = true;
-        const std::size_t first_reshard = out.reshard_count_;
-        for (std::size_t j = b.first_op; j < b.end_op && out.ok(); ++j) run_op(j, 1, block);
+        touched_count = 0;
+        for (std::size_t j = b.first_op; j < b.end_op && out.ok(); ++j) run_op(j, block);
         if (options.induction && run > 1 && attrs == previous) {
           // This run repeated the previous one: so will the rest. Count its reshards for them.
-          for (std::size_t r = first_reshard; r < out.reshard_count_; ++r) out.reshards_[r].times = b.count - run + 1;
+          for (std::size_t t = 0; t < touched_count; ++t) out.reshards_[touched[t]].times += b.count - run;
           break;
         }
         previous = attrs;
@@ -339,7 +360,7 @@ constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_op
       i = b.end_op;
       ++next_block;
     } else {
-      run_op(i, 1, -1);
+      run_op(i, -1);
       ++i;
     }
   }
@@ -361,22 +382,33 @@ constexpr auto propagate(const plan<T, O>& p, propagate_options options = {}) {
   return r;
 }
 
-/// Fails to compile when the plan cannot be propagated, naming the operator's index.
-template <std::int64_t OperatorIndex>
-struct plan_fails_at_operator {
-  static_assert(OperatorIndex < 0, "the plan cannot be propagated at the operator whose index is this template's "
-                                   "argument; the rule's message follows");
-};
+/// Reached only when a plan cannot be propagated during compilation: the diagnostic shows
+/// the failing operator's index and name as this function's template arguments (and, with
+/// Clang, its first argument), then the rule's message.
+template <std::int64_t OperatorIndex, fixed_string OperatorName>
+constexpr void plan_fails_at_operator(std::int64_t operator_index, const error_info& e) {
+  (void)operator_index;
+  raise(e);
+}
+
+namespace detail {
+template <std::size_t N>
+constexpr fixed_string<N + 1> to_fixed_string(std::string_view s) {
+  char chars[N + 1] = {};
+  for (std::size_t i = 0; i < N; ++i) chars[i] = s[i];
+  return fixed_string<N + 1>(chars);
+}
+}  // namespace detail
 
 /// The propagation of the plan `MakePlan()` returns, verified during compilation: a plan that
-/// cannot be propagated does not compile, and the diagnostic names the operator's index (as
-/// `plan_fails_at_operator<index>`) and the failing rule's message.
+/// cannot be propagated does not compile, and the diagnostic names the operator (in
+/// `plan_fails_at_operator<index, "name">`) and shows the failing rule's message.
 template <auto MakePlan, propagate_options Options = propagate_options{}>
 constexpr auto verified() {
   constexpr auto r = try_propagate(MakePlan(), Options);
   if constexpr (!r.ok()) {
-    (void)plan_fails_at_operator<r.failed_operator()>{};
-    raise(r.error());
+    plan_fails_at_operator<r.failed_operator(), detail::to_fixed_string<r.error().op.size()>(r.error().op)>(
+        r.failed_operator(), r.error());
   }
   return r;
 }

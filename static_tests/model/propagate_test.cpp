@@ -1,0 +1,219 @@
+#include <ctspmd/model/propagate.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using model::collective;
+using model::tensor_id;
+using ctspmd_test::constant_evaluates;
+
+constexpr process_mesh mesh({2, 4});
+using small_plan = model::plan<16, 8>;
+
+// ==== all-reduce: a row-parallel matmul's partial output read by an add ==========================
+constexpr auto row_parallel() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 64}, {0, 1});
+  auto w = p.tensor("w", {64, 32}, {1, -1});
+  auto y = p.tensor("y", {8, 32});
+  auto r = p.tensor("r", {8, 32}, {0, -1});
+  auto z = p.tensor("z", {8, 32});
+  p.op<"matmul">({x, w}, {y});
+  p.op<"add">({r, y}, {z}, {}, "residual");
+  return p;
+}
+constexpr auto rp = model::verified<row_parallel>();
+static_assert(rp.ok() && rp.count() == 1 && rp.count(collective::all_reduce) == 1);
+static_assert(rp.attr({2}).partial_dims() == mesh_dims{1});  // y: partial (sum) over mesh dim 1
+static_assert(rp.dims_mapping({4}) == dims_mapping{0, -1});
+constexpr auto& ar = rp.reshard_at(0);
+static_assert(ar.op == 1 && ar.operand == 1 && !ar.on_output && ar.tensor == 2 && ar.mesh_dim == 1 && ar.times == 1);
+static_assert(ar.block == -1 && ar.from.is_partial(1) && !ar.to.is_partial());
+// y is 8 x 32 float32, sharded on dim 0 over 2: 512 bytes per device; all-reduce over 4 devices.
+static_assert(ar.bytes == 2 * 3 * 512 / 4 && rp.bytes(collective::all_reduce) == ar.bytes);
+static_assert(rp.bytes(collective::all_gather) == 0);
+
+// ==== reduce-scatter: the same partial read by an add whose other input is sharded ===============
+constexpr auto scatter() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 64}, {0, 1});
+  auto w = p.tensor("w", {64, 32}, {1, -1});
+  auto y = p.tensor("y", {8, 32});
+  auto r = p.tensor("r", {8, 32}, {0, 1});
+  p.op<"matmul">({x, w}, {y});
+  p.op<"add">({r, y}, {p.tensor("z", {8, 32})});
+  return p;
+}
+constexpr auto rs = model::verified<scatter>();
+static_assert(rs.count() == 1 && rs.count(collective::reduce_scatter) == 1);
+static_assert(rs.reshard_at(0).to.dims_mapping() == dims_mapping{0, 1} && rs.reshard_at(0).bytes == 3 * 512 / 4);
+
+// ==== all-gather: softmax needs its axis whole ============================================================
+constexpr auto gather() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 64}, {0, 1});
+  p.op<"softmax">({x}, {p.tensor("y", {8, 64})});
+  return p;
+}
+constexpr auto ag = model::verified<gather>();
+static_assert(ag.count() == 1 && ag.count(collective::all_gather) == 1 && ag.dims_mapping({1}) == dims_mapping{0, -1});
+static_assert(ag.reshard_at(0).bytes == 3 * (8 * 64 * 4 / 8));  // (n - 1) x the local shard
+
+// ==== all-to-all: a mesh dim moves from one tensor dim to another =========================================
+constexpr auto move() {
+  small_plan p(mesh);
+  auto a = p.tensor("a", {8, 8}, {1, -1});
+  auto b = p.tensor("b", {8, 8}, {-1, 1});  // mesh dim 1 claimed by a's dim 0 first: b must follow
+  p.op<"add">({a, b}, {p.tensor("c", {8, 8})});
+  return p;
+}
+constexpr auto a2a = model::verified<move>();
+static_assert(a2a.count() == 1 && a2a.count(collective::all_to_all) == 1 && a2a.reshard_at(0).operand == 1);
+
+// ==== an annotated output: its cost shows upstream (local slice), or on the output itself ===============
+constexpr auto pinned() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 64}, {-1, -1});
+  auto w = p.tensor("w", {64, 32}, {-1, -1});
+  auto y = p.tensor("y", {8, 32}, {0, -1});  // pinned: rows on mesh dim 0
+  p.op<"matmul">({x, w}, {y});
+  auto s = p.tensor("s", {8, 32}, {0, 1});  // softmax cannot give its axis sharded
+  p.op<"softmax">({y}, {s}, {}, "pinned.softmax");
+  return p;
+}
+constexpr auto pin = model::verified<pinned>();
+static_assert(pin.count() == 2 && pin.count(collective::local_slice) == 2);
+static_assert(pin.reshard_at(0).op == 0 && !pin.reshard_at(0).on_output && pin.reshard_at(0).mesh_dim == 0);
+static_assert(pin.reshard_at(0).to.dims_mapping() == dims_mapping{0, -1} && pin.reshard_at(0).bytes == 0);  // x sliced
+static_assert(pin.reshard_at(1).op == 1 && pin.reshard_at(1).on_output && pin.reshard_at(1).mesh_dim == 1);
+static_assert(pin.dims_mapping({3}) == dims_mapping{0, 1});  // the annotation wins
+
+// ==== backward completion: a plan input nobody annotated takes what its consumer needs =============
+constexpr auto completion() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 64}, {0, 1});
+  auto w = p.tensor("w", {64, 32});  // not annotated
+  p.op<"matmul">({x, w}, {p.tensor("y", {8, 32})});
+  return p;
+}
+constexpr auto done = model::verified<completion>();
+static_assert(done.count() == 0 && done.dims_mapping({1}) == dims_mapping{1, -1});
+static_assert(done.attr({2}).partial_dims() == mesh_dims{1});
+
+// ==== repeated blocks: verified once, then by induction ==================================================
+template <std::size_t Count, bool PartialSource>
+constexpr auto stack() {
+  small_plan p(mesh);
+  auto src = p.tensor("src", {8, 64}, {0, -1});
+  auto x0 = p.tensor("x0", {8, 64});
+  if (PartialSource) {  // a row-parallel matmul: x0 partial over mesh dim 1 for the first run
+    p.op<"matmul">({p.tensor("a", {8, 16}, {0, 1}), p.tensor("b", {16, 64}, {1, -1})}, {x0});
+  } else {
+    p.op<"relu">({src}, {x0});
+  }
+  auto out = p.repeat(Count, x0, [&](small_plan& b, tensor_id x) {
+    auto h = b.tensor("h", {8, 32});
+    b.op<"matmul">({x, b.tensor("w1", {64, 32}, {-1, 1})}, {h}, {}, "up");
+    auto y = b.tensor("y", {8, 64});
+    b.op<"matmul">({h, b.tensor("w2", {32, 64}, {1, -1})}, {y}, {}, "down");
+    auto z = b.tensor("z", {8, 64});
+    b.op<"add">({x, y}, {z}, {}, "residual");
+    return z;
+  });
+  p.op<"relu">({out}, {p.tensor("final", {8, 64})});
+  return p;
+}
+template <std::size_t Count, bool PartialSource, bool Induction>
+constexpr auto stack_result = model::verified<stack<Count, PartialSource>, model::propagate_options{Induction}>();
+
+static_assert(stack_result<5, false, true>.count() == 5 && stack_result<5, false, true>.count_in_block(0) == 5);
+static_assert(stack_result<5, false, true>.count_in_block(0, collective::all_reduce) == 5);
+static_assert(stack_result<5, false, true>.reshard_entries() == 1 && stack_result<5, false, true>.reshard_at(0).times == 5);
+// Running every repetition gives the same report.
+static_assert(stack_result<5, false, false>.count() == 5 && stack_result<5, false, false>.reshard_entries() == 1);
+// A first run that differs (its input partial: two all-reduces, one per consumer) is counted once.
+static_assert(stack_result<5, true, true>.count_in_block(0, collective::all_reduce) == 5 + 2);
+static_assert(stack_result<5, true, true>.count() == stack_result<5, true, false>.count());
+static_assert(stack_result<1, true, true>.count_in_block(0) == 3);
+static_assert(stack_result<5, true, true>.dims_mapping({stack<5, true>().tensor_count() - 1}) == dims_mapping{0, -1});
+static_assert(stack_result<5, false, true>.expect_in_block(stack<5, false>(), 0, collective::all_reduce, 5));
+static_assert(!constant_evaluates<[] {
+  return stack_result<5, false, true>.expect_in_block(stack<5, false>(), 0, collective::all_gather, 5);
+}>);
+static_assert(!constant_evaluates<[] {
+  return stack_result<5, false, true>.expect_in_block(stack<5, false>(), 0, collective::all_reduce, 4);
+}>);
+
+// ==== plans that cannot be propagated: the operator's index, name and the rule's error ============
+constexpr auto conflict() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 64}, {-1, 1});
+  auto w = p.tensor("w", {64, 32}, {0, -1});  // k on mesh dim 1 by x and on 0 by w
+  p.op<"relu">({x}, {p.tensor("x2", {8, 64})});
+  p.op<"matmul">({x, w}, {p.tensor("y", {8, 32})}, {}, "proj");
+  return p;
+}
+constexpr auto bad = model::try_propagate(conflict());
+static_assert(!bad.ok() && bad.failed_operator() == 1 && bad.error().op == "proj");
+static_assert(bad.error().kind == error_kind::unimplemented && bad.error().values[0] == 'k');
+static_assert(!constant_evaluates<[] { return model::propagate(conflict()); }>);
+
+constexpr auto wrong_outputs() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 64});
+  p.op<"relu">({x}, {p.tensor("a", {8, 64}), p.tensor("b", {8, 64})});  // relu has one output
+  return p;
+}
+static_assert(model::try_propagate(wrong_outputs()).error().values[0] == 2);
+static_assert(model::try_propagate(wrong_outputs()).error().op == "relu");
+
+constexpr auto read_before_write() {
+  small_plan p(mesh);
+  auto a = p.tensor("a", {8, 64});
+  auto b = p.tensor("b", {8, 64});
+  p.op<"relu">({b}, {p.tensor("c", {8, 64})});
+  p.op<"relu">({a}, {b});
+  return p;
+}
+static_assert(model::try_propagate(read_before_write()).failed_operator() == 0);
+
+constexpr auto bad_rank() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 64}, {0, 1});
+  p.op<"matmul">({x}, {p.tensor("y", {8})});  // one input
+  return p;
+}
+static_assert(model::try_propagate(bad_rank()).error().kind == error_kind::invalid_argument);
+
+// Building a bad plan is an error too.
+static_assert(!constant_evaluates<[] {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8}, {0});
+  p.op<"relu">({x}, {x});
+  p.op<"relu">({x}, {x});  // written twice
+  return p.op_count();
+}>);
+static_assert(!constant_evaluates<[] {
+  small_plan p(mesh);
+  return p.tensor("x", {8}, tensor_dist_attr(process_mesh({8}), {0})).index;  // another mesh
+}>);
+static_assert(!constant_evaluates<[] {
+  model::plan<2, 2> p(mesh);
+  (void)p.tensor("a", {1}), (void)p.tensor("b", {1});
+  return p.tensor("c", {1}).index;  // beyond MaxTensors
+}>);
+static_assert(!constant_evaluates<[] {
+  small_plan p(mesh);
+  const tensor_id bogus{3};
+  p.op<"relu">({bogus}, {});  // not a tensor of the plan
+  return 0;
+}>);
+
+// ==== classification of every transition =============================================================
+namespace d = model::detail;
+constexpr d::mesh_dim_state rep{}, shard0{d::mesh_dim_state::shard, 0}, shard1{d::mesh_dim_state::shard, 1},
+    part{d::mesh_dim_state::partial, 0};
+static_assert(d::classify(part, rep) == collective::all_reduce && d::classify(part, shard0) == collective::reduce_scatter);
+static_assert(d::classify(shard0, rep) == collective::all_gather && d::classify(shard0, shard1) == collective::all_to_all);
+static_assert(d::classify(rep, shard1) == collective::local_slice && d::classify(rep, part) == collective::local_partial);
+static_assert(model::to_string(collective::reduce_scatter) == "reduce_scatter");
