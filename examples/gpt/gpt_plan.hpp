@@ -53,10 +53,12 @@ constexpr auto make_plan() {
 
   auto out = p.repeat(Layers, x0, [&](plan_type& b, tensor_id x) {
     // ---- attention ----
+    // (Tensors are declared in statements of their own: the order in which a call's arguments
+    // are evaluated is unspecified, and it would decide their indices.)
+    auto ln1_scale = b.tensor("ln1.scale", {hidden}, fp16), ln1_bias = b.tensor("ln1.bias", {hidden}, fp16);
     auto ln1 = b.tensor("ln1", act, fp16);
-    b.op<"layer_norm">({x, b.tensor("ln1.scale", {hidden}, fp16), b.tensor("ln1.bias", {hidden}, fp16)},
-                                {ln1, b.tensor("ln1.mean", {batch, seq}), b.tensor("ln1.var", {batch, seq})},
-                                {.begin_norm_axis = 2}, "ln1");
+    auto ln1_mean = b.tensor("ln1.mean", {batch, seq}), ln1_var = b.tensor("ln1.var", {batch, seq});
+    b.op<"layer_norm">({x, ln1_scale, ln1_bias}, {ln1, ln1_mean, ln1_var}, {.begin_norm_axis = 2}, "ln1");
     auto w_qkv = b.tensor("w_qkv", {hidden, 3 * hidden}, {-1, 1}, fp16);  // column parallel
     auto qkv = sp ? b.tensor("qkv", {batch, seq, 3 * hidden}, {0, -1, 1}, fp16)
                   : b.tensor("qkv", {batch, seq, 3 * hidden}, fp16);
@@ -90,10 +92,10 @@ constexpr auto make_plan() {
     b.op<"add">({x, attn}, {x1}, {}, "attn.residual");
 
     // ---- MLP ----
+    auto ln2_scale = b.tensor("ln2.scale", {hidden}, fp16), ln2_bias = b.tensor("ln2.bias", {hidden}, fp16);
     auto ln2 = b.tensor("ln2", act, fp16);
-    b.op<"layer_norm">({x1, b.tensor("ln2.scale", {hidden}, fp16), b.tensor("ln2.bias", {hidden}, fp16)},
-                                {ln2, b.tensor("ln2.mean", {batch, seq}), b.tensor("ln2.var", {batch, seq})},
-                                {.begin_norm_axis = 2}, "ln2");
+    auto ln2_mean = b.tensor("ln2.mean", {batch, seq}), ln2_var = b.tensor("ln2.var", {batch, seq});
+    b.op<"layer_norm">({x1, ln2_scale, ln2_bias}, {ln2, ln2_mean, ln2_var}, {.begin_norm_axis = 2}, "ln2");
     auto w_up = V == variant::up_weight_by_rows ? b.tensor("w_up", {hidden, ffn}, {1, -1}, fp16)
                                                 : b.tensor("w_up", {hidden, ffn}, {-1, 1}, fp16);  // column parallel
     auto up = sp ? b.tensor("up", {batch, seq, ffn}, {0, -1, 1}, fp16) : b.tensor("up", {batch, seq, ffn}, fp16);
@@ -108,18 +110,17 @@ constexpr auto make_plan() {
     return x2;
   });
 
+  auto ln_f_scale = p.tensor("ln_f.scale", {hidden}, fp16), ln_f_bias = p.tensor("ln_f.bias", {hidden}, fp16);
   auto ln_f = p.tensor("ln_f", act, fp16);
-  p.op<"layer_norm">({out, p.tensor("ln_f.scale", {hidden}, fp16), p.tensor("ln_f.bias", {hidden}, fp16)},
-                     {ln_f, p.tensor("ln_f.mean", {batch, seq}), p.tensor("ln_f.var", {batch, seq})},
-                     {.begin_norm_axis = 2}, "ln_f");
+  auto ln_f_mean = p.tensor("ln_f.mean", {batch, seq}), ln_f_var = p.tensor("ln_f.var", {batch, seq});
+  p.op<"layer_norm">({out, ln_f_scale, ln_f_bias}, {ln_f, ln_f_mean, ln_f_var}, {.begin_norm_axis = 2}, "ln_f");
   auto w_lm = p.tensor("w_lm", {hidden, vocab}, {-1, 1}, fp16);  // vocabulary-parallel head
   auto logits = sp ? p.tensor("logits", {batch, seq, vocab}, {0, -1, 1}, fp16)
                    : p.tensor("logits", {batch, seq, vocab}, fp16);
   p.op<"matmul">({ln_f, w_lm}, {logits}, {}, "lm_head");
   auto labels = p.tensor("labels", {batch, seq, 1}, {0, -1, -1}, int64);
-  p.op<"cross_entropy_with_softmax">({logits, labels},
-                                     {p.tensor("softmax", {batch, seq, vocab}, fp16), p.tensor("loss", {batch, seq, 1})},
-                                     {}, "loss");
+  auto softmax = p.tensor("softmax", {batch, seq, vocab}, fp16), loss = p.tensor("loss", {batch, seq, 1});
+  p.op<"cross_entropy_with_softmax">({logits, labels}, {softmax, loss}, {}, "loss");
   return p;
 }
 

@@ -135,19 +135,44 @@ class propagation {
     for (std::size_t i = 0; i < reshard_count_; ++i) {
       const auto& r = reshards_[i];
       if (r.block != static_cast<std::int64_t>(b) || r.kind == kind) continue;
-      raise(make_error(error_kind::precondition_not_met, p.op_at(r.op).name(),
-                       r.on_output ? "operator {}: output {} needs an unexpected reshard (collective {}) on mesh dim {}"
-                                   : "operator {}: input {} needs an unexpected reshard (collective {}) on mesh dim {}",
-                       r.op, r.operand, static_cast<int>(r.kind), r.mesh_dim));
+      raise(make_error(error_kind::precondition_not_met, p.op_at(r.op).name(), unexpected_format(r.kind, r.on_output),
+                       r.op, r.operand, r.mesh_dim));
     }
     if (count_in_block(b, kind) != expected)
-      raise(make_error(error_kind::precondition_not_met, "propagation",
-                       "block {} has {} reshards of collective {}, {} expected", b, count_in_block(b, kind),
-                       static_cast<int>(kind), expected));
+      raise(make_error(error_kind::precondition_not_met, "propagation", count_format(kind), b, count_in_block(b, kind),
+                       expected));
     return true;
   }
 
  private:
+  // Messages name the collective in their text (an error's values are integers).
+  static constexpr const char* unexpected_format(collective c, bool on_output) {
+    constexpr const char* input[] = {
+        "operator {}: input {} needs an unexpected all_reduce on mesh dim {}",
+        "operator {}: input {} needs an unexpected reduce_scatter on mesh dim {}",
+        "operator {}: input {} needs an unexpected all_gather on mesh dim {}",
+        "operator {}: input {} needs an unexpected all_to_all on mesh dim {}",
+        "operator {}: input {} needs an unexpected local_slice on mesh dim {}",
+        "operator {}: input {} needs an unexpected local_partial on mesh dim {}"};
+    constexpr const char* output[] = {
+        "operator {}: output {} needs an unexpected all_reduce on mesh dim {}",
+        "operator {}: output {} needs an unexpected reduce_scatter on mesh dim {}",
+        "operator {}: output {} needs an unexpected all_gather on mesh dim {}",
+        "operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
+        "operator {}: output {} needs an unexpected local_slice on mesh dim {}",
+        "operator {}: output {} needs an unexpected local_partial on mesh dim {}"};
+    return (on_output ? output : input)[static_cast<int>(c)];
+  }
+  static constexpr const char* count_format(collective c) {
+    constexpr const char* formats[] = {"block {} has {} all_reduce reshards, {} expected",
+                                       "block {} has {} reduce_scatter reshards, {} expected",
+                                       "block {} has {} all_gather reshards, {} expected",
+                                       "block {} has {} all_to_all reshards, {} expected",
+                                       "block {} has {} local_slice reshards, {} expected",
+                                       "block {} has {} local_partial reshards, {} expected"};
+    return formats[static_cast<int>(c)];
+  }
+
   template <std::size_t T, std::size_t O, std::size_t R>
   friend constexpr propagation<T, R> try_propagate_impl(const plan<T, O>&, propagate_options);
 
