@@ -14,6 +14,8 @@
 #include <ctspmd/merge/axis_to_dim_map.hpp>
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/model/plan.hpp>
+#include <ctspmd/model/propagate.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
 #include <ctspmd/rules/concat.hpp>
