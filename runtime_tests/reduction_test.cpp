@@ -2,6 +2,7 @@
 // and the forward -> backward round trip.
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/rules/reduction.hpp>
+#include <ctspmd/runtime.hpp>
 
 #include <doctest/doctest.h>
 
@@ -9,6 +10,7 @@
 #include "roundtrip.hpp"
 
 #include <array>
+#include <type_traits>
 #include <vector>
 
 using namespace ctspmd;
@@ -203,4 +205,31 @@ TEST_CASE("reduction forward -> backward round trip") {
   }
   MESSAGE("reduction round trip: ", checked, " accepted cases of ", total);
   CHECK(checked > 400);
+}
+
+TEST_CASE("frobenius_norm") {
+  // Its own rule (the reduction rule's partial sum of norms is not the norm: see reduction.hpp
+  // and the oracle's regression case): reduced dims gathered, x whole, the output never partial.
+  using rules::frobenius_norm;
+  CHECK(std::is_same_v<rules::rule_for<"frobenius_norm">, frobenius_norm>);
+  const auto fro1 = frobenius_norm::infer_forward({x}, {.axis = {1}});
+  CHECK(to_string(fro1.inputs[0]) == "dims_mapping [0, -1, -1]");
+  CHECK(to_string(fro1.outputs[0]) == "dims_mapping [0, -1]");
+  const auto vec = frobenius_norm::infer_forward({spec({4}, {0})});
+  CHECK(to_string(vec.inputs[0]) == "dims_mapping [-1]");
+  CHECK(to_string(vec.outputs[0]) == "dims_mapping []");
+  const auto partial =
+      frobenius_norm::infer_forward({partial_spec({4, 8}, {-1, 1}, 0, reduce_type::sum)}, {.axis = {0}, .keep_dim = true});
+  CHECK(to_string(partial.inputs[0]) == "dims_mapping [-1, 1]");
+  CHECK(to_string(partial.outputs[0]) == "dims_mapping [-1, 1]");
+  const auto back = frobenius_norm::infer_backward({spec({4, 8}, {-1, -1})},
+                                                   {partial_spec({4}, {0}, 1, reduce_type::sum)}, {.axis = {1}});
+  CHECK(to_string(back.inputs[0]) == "dims_mapping [0, -1]");
+  CHECK(to_string(back.outputs[0]) == "dims_mapping [0]");
+  // By name, through the runtime layer.
+  const std::vector<dist_tensor_spec> in{spec({4, 8}, {0, 1})};
+  CHECK(to_string(runtime::infer_forward("frobenius_norm", in, {{"axis", std::vector<std::int64_t>{1}}}).outputs[0]) ==
+        "dims_mapping [0]");
+  check_error([] { (void)frobenius_norm::infer_forward({x}, {.axis = {3}}); }, error_kind::invalid_argument,
+              "frobenius_norm: reduction axis 3 is out of range for x of rank 3");
 }

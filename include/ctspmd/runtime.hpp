@@ -35,22 +35,26 @@ struct rule_entry {
 
 namespace detail {
 
-/// Throws `r`'s error under the name the rule was called by.
-inline spmd_info value_or_throw(std::string_view op, const result<spmd_info>& r) {
-  if (r) return *r;
-  error_info e = r.error();
+/// Throws `s`'s error under the name the rule was called by.
+inline void check_as(std::string_view op, const status& s) {
+  if (s) return;
+  error_info e = s.error();
   e.op = op;
   throw spmd_error(e);
 }
 
+// The rule writes straight into the returned spmd_info (named return value): no copy.
 template <class Rule>
 spmd_info forward(std::string_view op, spec_span inputs, const attribute_map& attrs) {
-  return value_or_throw(op, Rule::try_infer_forward(inputs, to_attributes<typename Rule::attributes>(op, attrs)));
+  spmd_info info;
+  check_as(op, Rule::try_infer_forward_into(info, inputs, to_attributes<typename Rule::attributes>(op, attrs)));
+  return info;
 }
 template <class Rule>
 spmd_info backward(std::string_view op, spec_span inputs, spec_span outputs, const attribute_map& attrs) {
-  return value_or_throw(
-      op, Rule::try_infer_backward(inputs, outputs, to_attributes<typename Rule::attributes>(op, attrs)));
+  spmd_info info;
+  check_as(op, Rule::try_infer_backward_into(info, inputs, outputs, to_attributes<typename Rule::attributes>(op, attrs)));
+  return info;
 }
 
 template <class Pair>
@@ -60,18 +64,52 @@ constexpr rule_entry make_entry(Pair pair) {
           &describe_attributes<typename rule::attributes>};
 }
 
-/// Edit distance, for suggesting names close to a misspelt one.
-inline std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
+/// How often each character occurs in a string (character values folded into 32 buckets).
+struct char_counts {
+  std::array<std::int32_t, 32> n{};
+  explicit char_counts(std::string_view s) {
+    for (char c : s) ++n[static_cast<unsigned char>(c) & 31u];
+  }
+};
+
+/// A lower bound of the edit distance between `a` (of counts `a_counts`) and `b`, in linear
+/// time: an edit inserts and/or deletes one character, so the distance is at least the number
+/// of characters of one string that the other lacks (counting by bucket can only lower that
+/// number, so it stays a lower bound).
+inline std::size_t bag_distance(std::string_view a, const char_counts& a_counts, std::string_view b) {
+  char_counts unmatched = a_counts;
+  std::size_t matched = 0;
+  for (char c : b) {
+    auto& n = unmatched.n[static_cast<unsigned char>(c) & 31u];
+    if (n > 0) --n, ++matched;
+  }
+  return std::max(a.size(), b.size()) - matched;
+}
+
+/// Edit distance between `a` and `b`, or some value above `limit` if it exceeds `limit`
+/// (the row minimum never decreases, so a row above `limit` ends the computation). For
+/// suggesting names close to a misspelt one: this runs against every registered name, with
+/// one row of the table on the stack for the short names operators have.
+inline std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t limit) {
+  std::array<std::size_t, 64> buffer;
+  std::vector<std::size_t> heap;
+  std::size_t* row = buffer.data();
+  if (b.size() >= buffer.size()) {
+    heap.resize(b.size() + 1);
+    row = heap.data();
+  }
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     std::size_t diagonal = row[0];
     row[0] = i;
+    std::size_t row_min = row[0];
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t up = row[j];
       row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
       diagonal = up;
+      row_min = std::min(row_min, row[j]);
     }
+    if (row_min > limit) return limit + 1;
   }
   return row[b.size()];
 }
@@ -102,8 +140,13 @@ inline const rule_entry& rule(std::string_view op) {
   if (const auto* e = find_rule(op)) return *e;
   std::size_t best = op.size() / 3 + 2;  // farther than this is no suggestion
   std::string closest;
+  const detail::char_counts op_counts(op);
   for (const auto& e : rule_table) {
-    const auto d = detail::edit_distance(op, e.name);
+    // Skip the names that cannot be close: the distance is at least the difference in length,
+    // and at least the bag distance.
+    const std::size_t length_gap = op.size() > e.name.size() ? op.size() - e.name.size() : e.name.size() - op.size();
+    if (length_gap > best || detail::bag_distance(op, op_counts, e.name) > best) continue;
+    const auto d = detail::edit_distance(op, e.name, best);
     if (d < best) {
       best = d;
       closest = std::string(e.name);

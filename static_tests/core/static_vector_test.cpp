@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 using ctspmd::static_vector;
 using ctspmd_test::constant_evaluates;
@@ -31,6 +32,27 @@ constexpr auto mutated = [] {
   return w;
 }();
 static_assert(mutated == static_vector<int, 4>{4, 2, 8});
+constexpr auto emplaced = [] {
+  static_vector<static_vector<int, 2>, 3> w;
+  w.emplace_back().push_back(7);  // emplace_back returns the new element
+  w.emplace_back(2u, 1);
+  return w;
+}();
+static_assert(emplaced.size() == 2 && emplaced[0] == static_vector<int, 2>{7} && emplaced[1] == static_vector<int, 2>{1, 1});
+
+// ---- copies: a small vector is trivially copyable (copied as one block), so the types that
+// hold one are too; a large one copies only its used elements --------------------------------
+static_assert(std::is_trivially_copyable_v<static_vector<std::int64_t, 9>>);
+static_assert(!std::is_trivially_copyable_v<static_vector<std::int64_t, 32>>);
+constexpr auto copied = [] {
+  const static_vector<std::int64_t, 32> big{1, 2, 3};
+  static_vector<std::int64_t, 32> c = big;
+  c.push_back(4);
+  static_vector<std::int64_t, 32> d;
+  d = c;
+  return d;
+}();
+static_assert(copied == static_vector<std::int64_t, 32>{1, 2, 3, 4});
 
 // ---- iteration and span -----------------------------------------------------------------
 constexpr std::int64_t sum(std::span<const std::int64_t> s) {

@@ -1,5 +1,7 @@
 #include <ctspmd/dist/tensor_dist_attr.hpp>
 
+#include <type_traits>
+
 #include "../test_support.hpp"
 
 using namespace ctspmd;
@@ -12,6 +14,8 @@ constexpr tensor_dist_attr a(mesh, {1, -1, 0});
 static_assert(a.process_mesh() == mesh && a.dims_mapping() == dims_mapping{1, -1, 0});
 static_assert(!a.is_partial() && a.partial_dims().empty() && a.batch_dim() == 0);
 static_assert(tensor_dist_attr().dims_mapping().empty() && tensor_dist_attr().process_mesh().ndim() == 0);
+// Copied as one block (rules' results hold several; see static_vector).
+static_assert(std::is_trivially_copyable_v<tensor_dist_attr>);
 
 // ---- partial status: ascending dims, reduce types, cleaning --------------------------------
 constexpr tensor_dist_attr partial = [] {

@@ -196,3 +196,39 @@ static_assert(!reduction::try_infer_backward({x}, {}, {.axis = {1}}));
 static_assert(!reduction::try_infer_backward({}, {spec({4}, {-1})}));
 static_assert(!reduction::try_infer_backward({x}, {spec({4, 16}, {-1, -1}), spec({4, 16}, {-1, -1})}, {.axis = {1}}));
 static_assert(!constant_evaluates<[] { return reduction::infer_backward({x}, {spec({4}, {-1})}, {.axis = {1}}); }>);
+
+// ==== frobenius_norm ===============================================================================
+// Not the reduction rule: a norm of shards (or of partial parts) is no part of the norm, so
+// the reduced dims are gathered, x is made whole, and the output is never partial.
+using rules::frobenius_norm;
+static_assert(frobenius_norm::name == "frobenius_norm");
+static_assert(std::is_same_v<frobenius_norm::attributes, rules::reduction_attributes>);
+// x [4, 8, 16] on {0, 1, -1}, norm over dim 1: dim 1 gathered, dim 0 keeps mesh dim 0.
+constexpr auto fro1 = frobenius_norm::infer_forward({x}, {.axis = {1}});
+static_assert(fro1.inputs[0].dims_mapping() == dims_mapping{0, -1, -1} && !fro1.inputs[0].is_partial());
+static_assert(fro1.outputs[0].dims_mapping() == dims_mapping{0, -1} && !fro1.outputs[0].is_partial());
+// Every dim, keep_dim: everything gathered, a replicated [1, 1, 1] output.
+constexpr auto fro_all = frobenius_norm::infer_forward({x}, {.keep_dim = true});
+static_assert(fro_all.inputs[0].dims_mapping() == dims_mapping{-1, -1, -1});
+static_assert(fro_all.outputs[0].dims_mapping() == dims_mapping{-1, -1, -1} && !fro_all.outputs[0].is_partial());
+// The oracle's regression case: x [4] sharded on a mesh dim, every dim reduced (Paddle: partial sum).
+constexpr auto fro_vec = frobenius_norm::infer_forward({spec({4}, {0})});
+static_assert(fro_vec.inputs[0].dims_mapping() == dims_mapping{-1});
+static_assert(fro_vec.outputs[0].dims_mapping().empty() && !fro_vec.outputs[0].is_partial());
+// A partial x is combined first (whatever the reduce type), even when a kept dim is sharded.
+constexpr auto fro_partial =
+    frobenius_norm::infer_forward({partial_spec({4, 8}, {-1, 1}, 0, reduce_type::sum)}, {.axis = {0}});
+static_assert(!fro_partial.inputs[0].is_partial() && fro_partial.inputs[0].dims_mapping() == dims_mapping{-1, 1});
+static_assert(fro_partial.outputs[0].dims_mapping() == dims_mapping{1} && !fro_partial.outputs[0].is_partial());
+static_assert(!frobenius_norm::infer_forward({partial_spec({4, 8}, {-1, -1}, 1, reduce_type::max)}, {.axis = {1}})
+                   .outputs[0]
+                   .is_partial());
+// Backward: as reduction's, with the output not partial.
+constexpr auto fro_back = frobenius_norm::infer_backward({spec({4, 8}, {-1, -1})}, {partial_out}, {.axis = {1}});
+static_assert(fro_back.inputs[0].dims_mapping() == dims_mapping{0, -1} && !fro_back.inputs[0].is_partial());
+static_assert(fro_back.outputs[0].dims_mapping() == dims_mapping{0} && !fro_back.outputs[0].is_partial());
+// Errors as reduction's, under the operator's name.
+constexpr auto fro_bad = frobenius_norm::try_infer_forward({x}, {.axis = {3}});
+static_assert(fro_bad.kind() == error_kind::invalid_argument && fro_bad.error().op == "frobenius_norm");
+static_assert(!frobenius_norm::try_infer_forward({x, x}));
+static_assert(!frobenius_norm::try_infer_backward({x}, {spec({4, 8, 16}, {-1, -1, -1})}, {.axis = {1}}));

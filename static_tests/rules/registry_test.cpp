@@ -58,7 +58,7 @@ static_assert(std::is_same_v<rules::rule_for<"floor">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"floor_divide">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"fmax">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"fmin">, rules::elementwise>);
-static_assert(std::is_same_v<rules::rule_for<"frobenius_norm">, rules::reduction>);
+static_assert(std::is_same_v<rules::rule_for<"frobenius_norm">, rules::frobenius_norm>);
 static_assert(std::is_same_v<rules::rule_for<"gelu">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"hardshrink">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"hardsigmoid">, rules::elementwise>);

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -24,6 +25,21 @@ using ctspmd::spmd_error;
   throw spmd_error(error_kind::invalid_argument, message);
 }
 
+/// `j` on one line; bytes that are not UTF-8 (from a request) become U+FFFD.
+inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+/// A request value `v` as an error message shows it: dumped if it is a scalar or a short list of
+/// scalars, otherwise only named. (Dumping recurses once per nesting level, so a deeply nested
+/// value would overflow the stack; it would also make a huge message.)
+inline std::string shown(const json& v) {
+  if (v.is_structured()) {
+    bool flat = v.size() <= 16;
+    for (const auto& e : v) flat = flat && e.is_primitive();
+    if (!flat) return v.is_array() ? "an array" : "an object";
+  }
+  return dump(v);
+}
+
 /// Checks that `object` (named `what`) is an object with only `allowed` keys.
 inline void check_fields(const json& object, std::string_view what, std::initializer_list<std::string_view> allowed) {
   if (!object.is_object()) bad_request(std::string(what) + " must be an object");
@@ -38,21 +54,32 @@ inline void check_fields(const json& object, std::string_view what, std::initial
   }
 }
 
-inline std::int64_t to_int(const json& v, const std::string& what) {
-  if (v.is_number_integer() && (v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max() : true))
-    return v.get<std::int64_t>();
-  bad_request(what + " must be an integer, not " + v.dump());
+/// True if `v` is an integer that fits an `std::int64_t`.
+inline bool is_int64(const json& v) {
+  return v.is_number_integer() &&
+         (v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max() : true);
 }
 
-/// `v` as an int list of at most `capacity` entries.
+inline std::int64_t to_int(const json& v, const std::string& what) {
+  if (is_int64(v)) return v.get<std::int64_t>();
+  bad_request(what + " must be an integer, not " + shown(v));
+}
+
+/// `v` as an int list of at most `capacity` entries; `what` + `field` names it in errors.
+/// (Names are built only for an error message: building them for every value was a good part
+/// of a request's cost.)
 template <class List>
-List to_list(const json& v, const std::string& what, std::string_view capacity_name) {
-  if (!v.is_array()) bad_request(what + " must be an array of integers");
+List to_list(const json& v, const std::string& what, std::string_view field, std::string_view capacity_name) {
+  if (!v.is_array()) bad_request(what + std::string(field) + " must be an array of integers");
   if (v.size() > List::capacity())
-    bad_request(what + " has " + std::to_string(v.size()) + " entries, above " + std::string(capacity_name) + " = " +
-                std::to_string(List::capacity()));
+    bad_request(what + std::string(field) + " has " + std::to_string(v.size()) + " entries, above " +
+                std::string(capacity_name) + " = " + std::to_string(List::capacity()));
   List out;
-  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(to_int(v[i], what + "[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const json& e = v[i];
+    if (!is_int64(e)) (void)to_int(e, what + std::string(field) + "[" + std::to_string(i) + "]");  // throws
+    out.push_back(e.get<std::int64_t>());
+  }
   return out;
 }
 
@@ -65,10 +92,13 @@ inline ctspmd::runtime::attribute to_attribute(const json& v, const std::string&
     case json::value_t::string: return v.get<std::string>();
     case json::value_t::array: {
       std::vector<std::int64_t> list;
-      for (std::size_t i = 0; i < v.size(); ++i) list.push_back(to_int(v[i], what + "[" + std::to_string(i) + "]"));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!is_int64(v[i])) (void)to_int(v[i], what + "[" + std::to_string(i) + "]");  // throws
+        list.push_back(v[i].get<std::int64_t>());
+      }
       return list;
     }
-    default: bad_request(what + " must be a bool, number, string or array of integers, not " + v.dump());
+    default: bad_request(what + " must be a bool, number, string or array of integers, not " + shown(v));
   }
 }
 
@@ -77,14 +107,16 @@ inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, 
 
 inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string& what, const ctspmd::process_mesh& mesh) {
   check_fields(v, what, {"shape", "dims_mapping", "partial", "partial_reduce"});
-  if (!v.contains("shape")) bad_request(what + " has no \"shape\"");
-  const auto shape = to_list<ctspmd::tensor_shape>(v.at("shape"), what + ".shape", "max_rank");
-  const auto mapping = v.contains("dims_mapping")
-                           ? to_list<ctspmd::dims_mapping>(v.at("dims_mapping"), what + ".dims_mapping", "max_rank")
+  const auto shape_field = v.find("shape");
+  if (shape_field == v.end()) bad_request(what + " has no \"shape\"");
+  const auto shape = to_list<ctspmd::tensor_shape>(*shape_field, what, ".shape", "max_rank");
+  const auto mapping_field = v.find("dims_mapping");
+  const auto mapping = mapping_field != v.end()
+                           ? to_list<ctspmd::dims_mapping>(*mapping_field, what, ".dims_mapping", "max_rank")
                            : ctspmd::dims_mapping(shape.size(), -1);
   ctspmd::tensor_dist_attr attr(mesh, mapping);
   if (v.contains("partial")) {
-    const auto dims = to_list<ctspmd::mesh_dims>(v.at("partial"), what + ".partial", "max_mesh_ndim");
+    const auto dims = to_list<ctspmd::mesh_dims>(v.at("partial"), what, ".partial", "max_mesh_ndim");
     std::vector<ctspmd::reduce_type> types(dims.size(), ctspmd::reduce_type::sum);
     if (v.contains("partial_reduce")) {
       const auto& r = v.at("partial_reduce");
@@ -112,13 +144,15 @@ inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, 
   }
 }
 
-inline std::vector<ctspmd::dist_tensor_spec> to_specs(const json& v, const std::string& what,
-                                                      const ctspmd::process_mesh& mesh) {
+/// Operands, held inline (no allocation).
+using specs = ctspmd::static_vector<ctspmd::dist_tensor_spec, ctspmd::max_operands>;
+
+inline specs to_specs(const json& v, const std::string& what, const ctspmd::process_mesh& mesh) {
   if (!v.is_array()) bad_request(what + " must be an array of operands");
   if (v.size() > ctspmd::max_operands)
     bad_request(what + " has " + std::to_string(v.size()) + " operands, above max_operands = " +
                 std::to_string(ctspmd::max_operands));
-  std::vector<ctspmd::dist_tensor_spec> out;
+  specs out;
   for (std::size_t i = 0; i < v.size(); ++i) out.push_back(to_spec(v[i], what + "[" + std::to_string(i) + "]", mesh));
   return out;
 }
@@ -138,8 +172,50 @@ inline json to_json(const ctspmd::dist_attrs& attrs) {
   return out;
 }
 
-/// `j` on one line; bytes that are not UTF-8 (from a request) become U+FFFD.
-inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+/// Appends `attrs` to `out` exactly as `dump(to_json(attrs))` writes them, without building
+/// the JSON value (which cost as much as parsing the request).
+inline void append_json(std::string& out, const ctspmd::dist_attrs& attrs) {
+  const auto append_int = [&out](std::int64_t v) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+    out.append(digits, end);
+  };
+  out += '[';
+  for (std::size_t i = 0; i < attrs.size(); ++i) {
+    const auto& a = attrs[i];
+    out += i == 0 ? "{\"dims_mapping\":[" : ",{\"dims_mapping\":[";
+    for (std::size_t d = 0; d < a.dims_mapping().size(); ++d) {
+      if (d != 0) out += ',';
+      append_int(a.dims_mapping()[d]);
+    }
+    out += "],\"partial\":[";
+    const auto partial = a.partial_dims();
+    for (std::size_t p = 0; p < partial.size(); ++p) {
+      if (p != 0) out += ',';
+      append_int(partial[p]);
+    }
+    out += "],\"partial_reduce\":[";
+    for (std::size_t p = 0; p < partial.size(); ++p) {
+      out += p == 0 ? "\"" : ",\"";
+      out += ctspmd::to_string(a.partial_reduce_type(partial[p]));
+      out += '"';
+    }
+    out += "]}";
+  }
+  out += ']';
+}
+
+/// The response to a successful request: `{"inputs":[...],"outputs":[...]}`.
+inline std::string success_response(const ctspmd::spmd_info& info) {
+  std::string out;
+  out.reserve(128 + 96 * (info.inputs.size() + info.outputs.size()));
+  out += "{\"inputs\":";
+  append_json(out, info.inputs);
+  out += ",\"outputs\":";
+  append_json(out, info.outputs);
+  out += '}';
+  return out;
+}
 
 inline std::string error_response(error_kind kind, const std::string& message) {
   return dump(json{{"error", {{"kind", ctspmd::to_string(kind)}, {"message", message}}}});
@@ -159,17 +235,18 @@ inline response handle(std::string_view line) {
     check_fields(request, "the request", {"op", "direction", "mesh", "inputs", "outputs", "attrs"});
     if (!request.contains("op") || !request.at("op").is_string()) bad_request("the request needs \"op\", a string");
     const std::string op = request.at("op").get<std::string>();
-    const json& direction = request.contains("direction") ? request.at("direction") : json("forward");
+    static const json default_direction = "forward";  // both branches lvalues: no copy of the request's value
+    const json& direction = request.contains("direction") ? request.at("direction") : default_direction;
     if (direction != "forward" && direction != "backward")
-      bad_request("\"direction\" must be \"forward\" or \"backward\", not " + direction.dump());
+      bad_request("\"direction\" must be \"forward\" or \"backward\", not " + shown(direction));
     const bool forward = direction == "forward";
     if (!request.contains("mesh")) bad_request("the request needs \"mesh\", the process mesh's shape");
-    const ctspmd::process_mesh mesh(to_list<ctspmd::tensor_shape>(request.at("mesh"), "mesh", "max_rank"));
+    const ctspmd::process_mesh mesh(to_list<ctspmd::tensor_shape>(request.at("mesh"), "mesh", "", "max_rank"));
     if (!request.contains("inputs")) bad_request("the request needs \"inputs\"");
     const auto inputs = to_specs(request.at("inputs"), "inputs", mesh);
     if (forward && request.contains("outputs")) bad_request("\"outputs\" are given only with \"direction\": \"backward\"");
     if (!forward && !request.contains("outputs")) bad_request("a backward request needs \"outputs\"");
-    const auto outputs = forward ? std::vector<ctspmd::dist_tensor_spec>{} : to_specs(request.at("outputs"), "outputs", mesh);
+    const auto outputs = forward ? specs{} : to_specs(request.at("outputs"), "outputs", mesh);
     ctspmd::runtime::attribute_map attrs;
     if (request.contains("attrs")) {
       if (!request.at("attrs").is_object()) bad_request("\"attrs\" must be an object");
@@ -177,7 +254,7 @@ inline response handle(std::string_view line) {
     }
     const auto info = forward ? ctspmd::runtime::infer_forward(op, inputs, attrs)
                               : ctspmd::runtime::infer_backward(op, inputs, outputs, attrs);
-    return {dump(json{{"inputs", to_json(info.inputs)}, {"outputs", to_json(info.outputs)}}), true};
+    return {success_response(info), true};
   } catch (const spmd_error& e) {
     return {error_response(e.kind(), e.what()), false};
   } catch (const std::exception& e) {  // nlohmann's type errors and allocation failures

@@ -56,10 +56,17 @@ struct error_info {
       const bool char_slot = p[0] == '{' && p[1] == 'c' && p[2] == '}';
       if ((int_slot || char_slot) && next < values.size()) {
         const std::int64_t v = values[next++];
-        if (char_slot)
+        if (char_slot && v >= 0x20 && v < 0x7f) {
           out.push_back(static_cast<char>(v));
-        else
+        } else if (char_slot) {  // not printable ASCII (a NUL would cut what()): as \xNN
+          constexpr char hex[] = "0123456789abcdef";
+          const auto byte = static_cast<unsigned char>(v);
+          out.append("\\x");
+          out.push_back(hex[byte >> 4]);
+          out.push_back(hex[byte & 0xf]);
+        } else {
           out.append(std::to_string(v));
+        }
         p += char_slot ? 2 : 1;
       } else {
         out.push_back(*p);

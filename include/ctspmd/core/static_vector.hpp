@@ -12,29 +12,70 @@
 
 namespace ctspmd {
 
+namespace detail {
+
+/// Raw storage for N elements. In constant evaluation it is always value-initialised, as a
+/// constant expression must be; at run time the owner decides.
+template <class T, std::size_t N>
+union inline_array {
+  struct value_init {};
+  constexpr inline_array() noexcept {}
+  constexpr explicit inline_array(value_init) : values{} {}
+  T values[N];
+};
+
+/// The storage of a small vector of trivially copyable elements (a dims mapping, a mesh
+/// shape): zeroed on construction (a few stores), so that the defaulted copy, which is
+/// trivial, copies it as one fixed-size block of initialised bytes. Being trivially copyable,
+/// it keeps the types that hold it (`tensor_dist_attr`, ...) trivially copyable, and so
+/// cheap to copy. (Zeroing also keeps GCC 12's -Wmaybe-uninitialized quiet in Release builds:
+/// a block copy of partly uninitialised storage is a false positive there.)
+template <class T, std::size_t N>
+struct block_storage {
+  constexpr block_storage() noexcept : array(typename inline_array<T, N>::value_init{}) {}
+  inline_array<T, N> array;
+  std::uint8_t size = 0;
+};
+
+/// The storage of a large vector: left uninitialised at run time (nothing is constructed
+/// until it is pushed), and its copies copy only the used elements, so building and copying
+/// cost only what is used.
+template <class T, std::size_t N>
+struct sparse_storage {
+  constexpr sparse_storage() noexcept
+      : array(std::is_constant_evaluated() ? inline_array<T, N>(typename inline_array<T, N>::value_init{})
+                                           : inline_array<T, N>()) {}
+  constexpr sparse_storage(const sparse_storage& other) : sparse_storage() { assign(other); }
+  constexpr sparse_storage& operator=(const sparse_storage& other) {
+    if (this != &other) assign(other);
+    return *this;
+  }
+  inline_array<T, N> array;
+  std::uint8_t size = 0;
+
+ private:
+  constexpr void assign(const sparse_storage& other) {
+    for (std::size_t i = 0; i < other.size; ++i) std::construct_at(array.values + i, other.array.values[i]);
+    size = other.size;
+  }
+};
+
+}  // namespace detail
+
 /// A vector of at most N copyable, trivially destructible elements stored inline. The unused
 /// capacity of a large vector is left uninitialised at run time, so construction and copies
-/// cost only the used elements; during constant evaluation every slot is initialised, as
-/// constant expressions require. Exceeding the capacity is an `invalid_argument` error (a compile error in
-/// constant evaluation).
+/// cost only the used elements; a small one (at most 128 bytes of trivially copyable
+/// elements) is zeroed and copies as one block, and is itself trivially copyable. During
+/// constant evaluation every slot is initialised, as constant expressions require. Exceeding
+/// the capacity is an `invalid_argument` error (a compile error in constant evaluation).
 template <class T, std::size_t N>
 class static_vector {
   static_assert(std::is_copy_constructible_v<T> && std::is_trivially_destructible_v<T>,
                 "static_vector holds copyable, trivially destructible elements");
   static_assert(N <= 255, "static_vector keeps its size in one byte");
 
-  // Raw storage: in constant evaluation the whole array is value-initialised, as a constant
-  // expression must be. At run time a large one is left uninitialised (nothing is constructed
-  // until it is pushed, so building and copying cost only the used elements); a small one of
-  // trivially copyable elements (a dims mapping, a mesh shape) is zeroed, a few stores, so it
-  // copies as one fixed-size block.
   static constexpr bool small = std::is_trivially_copyable_v<T> && sizeof(T) * N <= 128;
-  union storage {
-    struct value_init {};
-    constexpr storage() noexcept {}
-    constexpr explicit storage(value_init) : values{} {}
-    T values[N];
-  };
+  using storage = std::conditional_t<small, detail::block_storage<T, N>, detail::sparse_storage<T, N>>;
 
  public:
   using value_type = T;
@@ -44,87 +85,78 @@ class static_vector {
   using iterator = T*;
   using const_iterator = const T*;
 
-  constexpr static_vector() noexcept
-      : storage_(std::is_constant_evaluated() || small ? storage(typename storage::value_init{}) : storage()) {}
-  constexpr static_vector(std::initializer_list<T> values) : static_vector() {
+  // User-provided, not defaulted: value-initialisation (`static_vector<T, N>{}`) of a class
+  // with a defaulted default constructor zero-fills it first, the whole capacity.
+  constexpr static_vector() noexcept {}
+  constexpr static_vector(std::initializer_list<T> values) {
     if (values.size() > N) raise(capacity_error(values.size()));
-    for (const T& v : values) std::construct_at(storage_.values + size_++, v);
+    for (const T& v : values) std::construct_at(data() + s_.size++, v);
   }
-  /// Copies only the used elements of a large vector (a defaulted copy would copy the whole
-  /// capacity), a small one as one block.
-  constexpr static_vector(const static_vector& other) : static_vector() { assign(other); }
-  constexpr static_vector& operator=(const static_vector& other) {
-    if (this != &other) assign(other);
-    return *this;
-  }
+  /// The storage's copy: one block for a small vector, the used elements of a large one.
+  constexpr static_vector(const static_vector&) = default;
+  constexpr static_vector& operator=(const static_vector&) = default;
   /// `count` copies of `value`.
-  constexpr static_vector(size_type count, const T& value) : static_vector() {
+  constexpr static_vector(size_type count, const T& value) {
     if (count > N) raise(capacity_error(count));
-    for (size_type i = 0; i < count; ++i) std::construct_at(storage_.values + size_++, value);
+    for (size_type i = 0; i < count; ++i) std::construct_at(data() + s_.size++, value);
   }
   /// From any range of values convertible to T (another static_vector, a string_view, ...).
   template <class Range>
     requires requires(const Range& r) { r.begin(); r.end(); }
-  constexpr explicit static_vector(const Range& r) : static_vector() {
+  constexpr explicit static_vector(const Range& r) {
     for (auto&& v : r) push_back(static_cast<T>(v));
   }
 
   static constexpr size_type capacity() noexcept { return N; }
-  constexpr size_type size() const noexcept { return size_; }
-  constexpr bool empty() const noexcept { return size_ == 0; }
+  constexpr size_type size() const noexcept { return s_.size; }
+  constexpr bool empty() const noexcept { return s_.size == 0; }
 
-  constexpr T* data() noexcept { return storage_.values; }
-  constexpr const T* data() const noexcept { return storage_.values; }
+  constexpr T* data() noexcept { return s_.array.values; }
+  constexpr const T* data() const noexcept { return s_.array.values; }
   constexpr iterator begin() noexcept { return data(); }
-  constexpr iterator end() noexcept { return data() + size_; }
+  constexpr iterator end() noexcept { return data() + s_.size; }
   constexpr const_iterator begin() const noexcept { return data(); }
-  constexpr const_iterator end() const noexcept { return data() + size_; }
+  constexpr const_iterator end() const noexcept { return data() + s_.size; }
 
   /// Element i; i must be below size() (checked: out of range is an `invalid_argument`).
   constexpr T& operator[](size_type i) {
-    if (i >= size_) raise(index_error(i));
-    return storage_.values[i];
+    if (i >= s_.size) raise(index_error(i));
+    return s_.array.values[i];
   }
   constexpr const T& operator[](size_type i) const {
-    if (i >= size_) raise(index_error(i));
-    return storage_.values[i];
+    if (i >= s_.size) raise(index_error(i));
+    return s_.array.values[i];
   }
-  constexpr T& back() { return (*this)[size_ - 1]; }
-  constexpr const T& back() const { return (*this)[size_ - 1]; }
+  constexpr T& back() { return (*this)[s_.size - 1]; }
+  constexpr const T& back() const { return (*this)[s_.size - 1]; }
 
-  constexpr void push_back(const T& v) {
-    if (size_ == N) raise(capacity_error(size_ + 1));
-    std::construct_at(storage_.values + size_++, v);
+  constexpr void push_back(const T& v) { emplace_back(v); }
+  /// Constructs a new last element from `args` in place, and returns it.
+  template <class... Args>
+  constexpr T& emplace_back(Args&&... args) {
+    if (s_.size == N) raise(capacity_error(s_.size + 1u));
+    return *std::construct_at(data() + s_.size++, static_cast<Args&&>(args)...);
   }
   constexpr void pop_back() {
-    if (size_ == 0) raise(make_error(error_kind::invalid_argument, "static_vector", "pop_back on an empty vector"));
-    --size_;
+    if (s_.size == 0) raise(make_error(error_kind::invalid_argument, "static_vector", "pop_back on an empty vector"));
+    --s_.size;
   }
-  constexpr void clear() noexcept { size_ = 0; }
+  constexpr void clear() noexcept { s_.size = 0; }
   /// Shrinks to `count` elements, or grows with copies of `value`.
   constexpr void resize(size_type count, const T& value = T{}) {
     if (count > N) raise(capacity_error(count));
-    while (size_ < count) std::construct_at(storage_.values + size_++, value);
-    size_ = static_cast<std::uint8_t>(count);
+    while (s_.size < count) std::construct_at(data() + s_.size++, value);
+    s_.size = static_cast<std::uint8_t>(count);
   }
 
   friend constexpr bool operator==(const static_vector& a, const static_vector& b) {
-    if (a.size_ != b.size_) return false;
-    for (size_type i = 0; i < a.size_; ++i)
-      if (!(a.storage_.values[i] == b.storage_.values[i])) return false;
+    if (a.s_.size != b.s_.size) return false;
+    for (size_type i = 0; i < a.s_.size; ++i)
+      if (!(a.s_.array.values[i] == b.s_.array.values[i])) return false;
     return true;
   }
 
  private:
-  constexpr void assign(const static_vector& other) {
-    if constexpr (small) {
-      storage_ = other.storage_;  // one fixed-size copy of initialised bytes beats a loop
-      size_ = other.size_;
-    } else {
-      for (size_type i = 0; i < other.size_; ++i) std::construct_at(storage_.values + i, other.storage_.values[i]);
-      size_ = other.size_;
-    }
-  }
   static constexpr error_info capacity_error(size_type wanted) {
     return make_error(error_kind::invalid_argument, "static_vector",
                       "{} elements exceed the capacity of {} (raise the CTSPMD_MAX_* macro)", wanted, N);
@@ -133,8 +165,7 @@ class static_vector {
     return make_error(error_kind::invalid_argument, "static_vector", "index {} is out of range", i);
   }
 
-  storage storage_;
-  std::uint8_t size_ = 0;
+  storage s_;
 };
 
 }  // namespace ctspmd

@@ -11,6 +11,10 @@
 
 namespace ctspmd {
 
+namespace detail {
+struct tensor_dist_attr_access;
+}  // namespace detail
+
 /// A tensor's distribution: the mesh, which mesh dim splits each tensor dim, and on which
 /// mesh dims the tensor is partial (with the reduction that combines the parts).
 /// Invariants (checked by every mutator): dims-mapping entries are -1 or mesh dims of this
@@ -18,8 +22,10 @@ namespace ctspmd {
 /// is both sharding and partial.
 class tensor_dist_attr {
  public:
-  /// Empty mesh, empty dims mapping.
-  constexpr tensor_dist_attr() noexcept = default;
+  /// Empty mesh, empty dims mapping. (User-provided, not defaulted: value-initialisation, as in
+  /// `emplace_back()`, of a class with a defaulted constructor first zero-fills the whole
+  /// object, which GCC 12 does with a slow `rep stos`, before the members' own initialisers.)
+  constexpr tensor_dist_attr() noexcept {}
   /// `mapping` on `mesh`; no partial status.
   constexpr tensor_dist_attr(const process_mesh& mesh, const ctspmd::dims_mapping& mapping)  // NOLINT: brace-init by design
       : mesh_(mesh) {
@@ -28,15 +34,23 @@ class tensor_dist_attr {
 
   /// Checks a dims mapping against a mesh without building anything.
   static constexpr status check(const process_mesh& mesh, const ctspmd::dims_mapping& mapping) {
+    // One pass with a bit per mesh dim seen: every attr a rule builds is checked, so this is
+    // on the hot path. The quadratic search for the earlier dim runs only to word an error.
+    std::uint64_t seen = 0;
     for (std::size_t i = 0; i < mapping.size(); ++i) {
       const auto m = mapping[i];
+      if (m == -1) continue;
       if (m < -1 || m >= mesh.ndim())
         return make_error(error_kind::invalid_argument, "tensor_dist_attr",
                           "dims mapping entry {} of tensor dim {} is not -1 or a mesh dim in [0, {})", m, i, mesh.ndim());
-      for (std::size_t j = 0; j < i; ++j)
-        if (m != -1 && mapping[j] == m)
-          return make_error(error_kind::invalid_argument, "tensor_dist_attr",
-                            "mesh dim {} shards both tensor dim {} and tensor dim {}", m, j, i);
+      const std::uint64_t bit = std::uint64_t{1} << m;  // m < mesh.ndim() <= max_mesh_ndim <= 64
+      if ((seen & bit) != 0) {
+        std::size_t j = 0;
+        while (mapping[j] != m) ++j;
+        return make_error(error_kind::invalid_argument, "tensor_dist_attr",
+                          "mesh dim {} shards both tensor dim {} and tensor dim {}", m, j, i);
+      }
+      seen |= bit;
     }
     return {};
   }
@@ -49,10 +63,7 @@ class tensor_dist_attr {
   /// Replaces the dims mapping (checked against the mesh and the partial dims).
   constexpr void set_dims_mapping(const ctspmd::dims_mapping& mapping) {
     check(mesh_, mapping).check();
-    for (auto m : mapping)
-      if (m != -1 && is_partial(m))
-        raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
-                         "mesh dim {} cannot shard a tensor dim: the tensor is partial on it", m));
+    check_not_partial(mapping);
     mapping_ = mapping;
   }
 
@@ -113,6 +124,17 @@ class tensor_dist_attr {
   friend constexpr bool operator==(const tensor_dist_attr&, const tensor_dist_attr&) = default;
 
  private:
+  // Builds attrs in their final place (see merge/sharding_merge.hpp): rules' outputs are
+  // written once, where they are returned, instead of being built and then copied.
+  friend struct detail::tensor_dist_attr_access;
+
+  constexpr void check_not_partial(const ctspmd::dims_mapping& mapping) const {
+    for (auto m : mapping)
+      if (m != -1 && is_partial(m))
+        raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
+                         "mesh dim {} cannot shard a tensor dim: the tensor is partial on it", m));
+  }
+
   ctspmd::process_mesh mesh_{};
   ctspmd::dims_mapping mapping_{};
   std::array<std::int8_t, max_mesh_ndim> partial_ = filled_partial();  // -1, or a reduce_type per mesh dim

@@ -3,6 +3,7 @@
 /// \file `axis_to_dim_map`: the merged sharding of every axis label, label -> mesh dim.
 
 #include <array>
+#include <bit>
 #include <cstdint>
 
 #include <ctspmd/core/error.hpp>
@@ -11,27 +12,34 @@
 namespace ctspmd {
 
 /// For each axis letter seen by a merge: -1 (replicated) or the mesh dim that shards it.
-/// A fixed table over the 52 letters, so lookups are O(1) and nothing allocates.
+/// A fixed table over the 52 letters, so lookups are O(1) and nothing allocates; a bit per
+/// letter says which have an entry, so iterating the entries visits only those.
 class axis_to_dim_map {
+  static_assert(axis_letter_count <= 64, "one bit per axis letter in a 64-bit word");
+
  public:
-  constexpr axis_to_dim_map() noexcept {
-    for (auto& d : dims_) d = absent;
-  }
+  constexpr axis_to_dim_map() noexcept = default;
 
   /// True if `label` is a letter the map has an entry for.
   constexpr bool contains(char label) const noexcept {
     const int i = axis_letter_index(label);
-    return i >= 0 && dims_[static_cast<std::size_t>(i)] != absent;
+    return i >= 0 && (present_ >> i & 1u) != 0;
   }
   /// The mesh dim of `label` (-1 if replicated), or the error that it has no entry.
   constexpr result<std::int64_t> find(char label) const {
-    if (!contains(label))
-      return make_error(error_kind::invalid_argument, "axis_to_dim_map", "tensor axis '{c}' is not in the axis-to-dim map",
-                        label);
+    if (!contains(label)) return missing(label);
     return std::int64_t{dims_[static_cast<std::size_t>(axis_letter_index(label))]};
   }
+  /// The mesh dim of `label`, or `fallback` if it has no entry.
+  constexpr std::int64_t value_or(char label, std::int64_t fallback) const noexcept {
+    const int i = axis_letter_index(label);
+    return i >= 0 && (present_ >> i & 1u) != 0 ? std::int64_t{dims_[static_cast<std::size_t>(i)]} : fallback;
+  }
   /// The mesh dim of `label`; a label without an entry is an `invalid_argument`.
-  constexpr std::int64_t at(char label) const { return find(label).value(); }
+  constexpr std::int64_t at(char label) const {
+    if (!contains(label)) raise(missing(label));
+    return dims_[static_cast<std::size_t>(axis_letter_index(label))];
+  }
   /// Sets the entry of the letter `label` to `mesh_dim` (-1 or a mesh dim below max_mesh_ndim).
   constexpr void set(char label, std::int64_t mesh_dim) {
     const int i = axis_letter_index(label);
@@ -41,28 +49,32 @@ class axis_to_dim_map {
       raise(make_error(error_kind::invalid_argument, "axis_to_dim_map", "mesh dim {} of axis '{c}' is out of range",
                        mesh_dim, label));
     dims_[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(mesh_dim);
+    present_ |= std::uint64_t{1} << i;
   }
   /// Number of labels with an entry.
-  constexpr std::size_t size() const noexcept {
-    std::size_t n = 0;
-    for (auto d : dims_) n += d != absent;
-    return n;
-  }
+  constexpr std::size_t size() const noexcept { return static_cast<std::size_t>(std::popcount(present_)); }
   /// Calls `f(label, mesh_dim)` for every entry, in letter order (a-z, then A-Z).
   template <class F>
   constexpr void for_each(F&& f) const {
-    for (std::size_t i = 0; i < dims_.size(); ++i)
-      if (dims_[i] != absent) f(label_of(i), std::int64_t{dims_[i]});
+    for (std::uint64_t rest = present_; rest != 0; rest &= rest - 1) {
+      const auto i = static_cast<std::size_t>(std::countr_zero(rest));
+      f(label_of(i), std::int64_t{dims_[i]});
+    }
   }
 
+  // Equal maps have the same entries: a letter without one keeps its initial 0 in dims_.
   friend constexpr bool operator==(const axis_to_dim_map&, const axis_to_dim_map&) = default;
 
  private:
-  static constexpr std::int8_t absent = -2;
+  static constexpr error_info missing(char label) {
+    return make_error(error_kind::invalid_argument, "axis_to_dim_map", "tensor axis '{c}' is not in the axis-to-dim map",
+                      label);
+  }
   static constexpr char label_of(std::size_t i) noexcept {
     return static_cast<char>(i < 26 ? 'a' + i : 'A' + (i - 26));
   }
   std::array<std::int8_t, axis_letter_count> dims_{};
+  std::uint64_t present_ = 0;  ///< bit i: letter i has an entry
 };
 
 }  // namespace ctspmd

@@ -2,6 +2,10 @@
 #define CTSPMD_MERGE_PARTIAL_HPP
 /// \file Partial status of outputs, and building output dist attributes from inputs.
 
+#include <bit>
+#include <cstdint>
+#include <string_view>
+
 #include <ctspmd/dist/tensor_dist_attr.hpp>
 #include <ctspmd/merge/axis_to_dim_map.hpp>
 
@@ -10,13 +14,15 @@ namespace ctspmd {
 /// The mesh dims, ascending, that shard an axis absent from `out_axes`: contracted or
 /// reduced axes, over which an output is partial.
 constexpr mesh_dims resolute_output_partial_dimension(const axis_to_dim_map& map, std::string_view out_axes) {
-  std::array<bool, max_mesh_ndim> partial{};
+  std::uint64_t kept = 0;  // bit i: axis letter i is in out_axes
+  for (char c : out_axes)
+    if (const int i = axis_letter_index(c); i >= 0) kept |= std::uint64_t{1} << i;
+  std::uint64_t partial = 0;  // bit m: mesh dim m shards an axis absent from out_axes
   map.for_each([&](char label, std::int64_t m) {
-    if (m >= 0 && !has_label(out_axes, label)) partial[static_cast<std::size_t>(m)] = true;
+    if (m >= 0 && (kept >> axis_letter_index(label) & 1u) == 0) partial |= std::uint64_t{1} << m;
   });
   mesh_dims out;
-  for (std::size_t m = 0; m < partial.size(); ++m)
-    if (partial[m]) out.push_back(static_cast<std::int64_t>(m));
+  for (; partial != 0; partial &= partial - 1) out.push_back(std::countr_zero(partial));
   return out;
 }
 

@@ -9,7 +9,9 @@
 #include <string_view>
 
 #include <ctspmd/core/error.hpp>
+#include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
+#include <ctspmd/dist/tensor_dist_attr.hpp>
 #include <ctspmd/merge/axis_to_dim_map.hpp>
 #include <ctspmd/notation/axes.hpp>
 
@@ -35,48 +37,57 @@ struct axes_dims_pair {
   dims_mapping mapping;
 };
 
-/// `sharding_merge_for_tensors`, result-returning. Merges, tensor by tensor and left to
-/// right, every axis' proposals (`sharding_merge_for_axis`); `'1'` positions are skipped.
-/// When one mesh dim ends up sharding several axes, `merge_conflicts` keeps it on the axis
-/// that claimed it first and replicates the others; without it that is
-/// `precondition_not_met`.
-constexpr result<axis_to_dim_map> try_sharding_merge_for_tensors(std::span<const axes_dims_pair> pairs,
-                                                                 bool merge_conflicts = true) {
+namespace detail {
+
+/// The merge behind `try_sharding_merge_for_tensors`, into `map` (empty), over `count`
+/// tensors: `labels(t)` gives tensor t's axis labels (indexable, with size()) and
+/// `mapping(t)` its dims mapping. Rules call it on their operands where they are, without
+/// first copying labels and mappings into pairs. `Validate` checks each tensor's labels and
+/// mapping entries as it goes; a caller whose labels come from a parsed notation and whose
+/// mappings from `dist_tensor_spec`s (valid by construction, of matching ranks) skips that.
+template <bool Validate = true, class Labels, class Mapping>
+constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels labels, Mapping mapping,
+                                bool merge_conflicts) {
   constexpr std::string_view op = "sharding_merge_for_tensors";
+  constexpr std::int64_t absent = -2;  // no entry in the map yet
   struct claim {
     char first = 0;   // the axis that claimed the mesh dim first
     char second = 0;  // another axis that claimed it later, if any
   };
   std::array<claim, max_mesh_ndim> claims{};
-  axis_to_dim_map map;
-  for (std::size_t t = 0; t < pairs.size(); ++t) {
-    const auto& [axes, mapping] = pairs[t];
-    if (axes.size() != mapping.size())
+  bool conflict = false;
+  for (std::size_t t = 0; t < count; ++t) {
+    const auto& axes = labels(t);
+    const dims_mapping& dims = mapping(t);
+    if (Validate && axes.size() != dims.size())
       return make_error(error_kind::invalid_argument, op, "tensor {} has {} axis labels but a dims mapping of {} entries",
-                        t, axes.size(), mapping.size());
+                        t, axes.size(), dims.size());
     for (std::size_t i = 0; i < axes.size(); ++i) {
       const char a = axes[i];
-      if (!is_axis_label(a))
+      std::int64_t m = dims.data()[i];
+      if (Validate && !is_axis_label(a))
         return make_error(error_kind::invalid_argument, op, "'{c}' (tensor {}, dim {}) is not an axis label", a, t, i);
-      if (mapping[i] < -1 || mapping[i] >= static_cast<std::int64_t>(max_mesh_ndim))
+      if (Validate && (m < -1 || m >= static_cast<std::int64_t>(max_mesh_ndim)))
         return make_error(error_kind::invalid_argument, op, "dims mapping entry {} of tensor {}, dim {} is out of range",
-                          mapping[i], t, i);
+                          m, t, i);
       if (a == broadcast_label) continue;  // a size-1 dim is never sharded
-      std::int64_t m = mapping[i];
-      if (map.contains(a)) {
-        const auto merged = try_sharding_merge_for_axis(a, mapping[i], map.at(a));
+      if (const std::int64_t before = map.value_or(a, absent); before != absent && before != m) {
+        const auto merged = try_sharding_merge_for_axis(a, m, before);
         if (!merged) return merged.error();
         m = *merged;
       }
       map.set(a, m);
       if (m == -1) continue;
       auto& c = claims[static_cast<std::size_t>(m)];
-      if (c.first == 0)
+      if (c.first == 0) {
         c.first = a;
-      else if (c.first != a && c.second == 0)
+      } else if (c.first != a && c.second == 0) {
         c.second = a;
+        conflict = true;
+      }
     }
   }
+  if (!conflict) return {};
   for (std::size_t m = 0; m < claims.size(); ++m) {
     const auto& c = claims[m];
     if (c.second == 0) continue;
@@ -89,6 +100,22 @@ constexpr result<axis_to_dim_map> try_sharding_merge_for_tensors(std::span<const
     });
     map = resolved;
   }
+  return {};
+}
+
+}  // namespace detail
+
+/// `sharding_merge_for_tensors`, result-returning. Merges, tensor by tensor and left to
+/// right, every axis' proposals (`sharding_merge_for_axis`); `'1'` positions are skipped.
+/// When one mesh dim ends up sharding several axes, `merge_conflicts` keeps it on the axis
+/// that claimed it first and replicates the others; without it that is
+/// `precondition_not_met`.
+constexpr result<axis_to_dim_map> try_sharding_merge_for_tensors(std::span<const axes_dims_pair> pairs,
+                                                                 bool merge_conflicts = true) {
+  axis_to_dim_map map;
+  CTSPMD_TRY(detail::merge_sharding(
+      map, pairs.size(), [&](std::size_t t) { return pairs[t].axes; },
+      [&](std::size_t t) -> const dims_mapping& { return pairs[t].mapping; }, merge_conflicts));
   return map;
 }
 
@@ -106,26 +133,42 @@ constexpr axis_to_dim_map sharding_merge_for_tensors(std::initializer_list<axes_
   return try_sharding_merge_for_tensors(pairs, merge_conflicts).value();
 }
 
+namespace detail {
+
+/// Appends to `out` (empty) the dims mapping of a tensor labelled `axes` (a string, or any
+/// indexable sequence of labels with size()) under `map` (see `try_get_dims_mapping_for_axes`).
+/// Rules write a mapping straight into the dist attr they return with it.
+template <class Labels>
+constexpr status append_dims_mapping_for_axes(dims_mapping& out, const Labels& axes, const axis_to_dim_map& map,
+                                              bool unsharded_miss_axis) {
+  constexpr std::string_view op = "get_dims_mapping_for_axes";
+  if (axes.size() > max_rank)
+    return make_error(error_kind::invalid_argument, op, "{} axes exceed max_rank = {}", axes.size(), max_rank);
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const char a = axes[i];
+    std::int64_t m = -1;
+    if (a != broadcast_label) {
+      m = map.value_or(a, /*absent*/ -2);
+      if (m == -2) {
+        if (!unsharded_miss_axis || !is_axis_label(a))
+          return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
+        m = -1;
+      }
+    }
+    out.push_back(m);
+  }
+  return {};
+}
+
+}  // namespace detail
+
 /// `get_dims_mapping_for_axes`, result-returning: the dims mapping of a tensor labelled
 /// `axes` under `map`. `'1'` gives -1; a label without an entry gives -1 when
 /// `unsharded_miss_axis`, and is an `invalid_argument` otherwise (never a short result).
 constexpr result<dims_mapping> try_get_dims_mapping_for_axes(std::string_view axes, const axis_to_dim_map& map,
                                                              bool unsharded_miss_axis = false) {
-  constexpr std::string_view op = "get_dims_mapping_for_axes";
-  if (axes.size() > max_rank)
-    return make_error(error_kind::invalid_argument, op, "{} axes exceed max_rank = {}", axes.size(), max_rank);
   dims_mapping out;
-  for (char a : axes) {
-    if (a == broadcast_label) {
-      out.push_back(-1);
-    } else if (map.contains(a)) {
-      out.push_back(map.at(a));
-    } else if (unsharded_miss_axis && is_axis_label(a)) {
-      out.push_back(-1);
-    } else {
-      return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
-    }
-  }
+  CTSPMD_TRY(detail::append_dims_mapping_for_axes(out, axes, map, unsharded_miss_axis));
   return out;
 }
 
@@ -133,6 +176,44 @@ constexpr result<dims_mapping> try_get_dims_mapping_for_axes(std::string_view ax
 constexpr dims_mapping get_dims_mapping_for_axes(std::string_view axes, const axis_to_dim_map& map,
                                                  bool unsharded_miss_axis = false) {
   return try_get_dims_mapping_for_axes(axes, map, unsharded_miss_axis).value();
+}
+
+namespace detail {
+
+/// Builds the dist attrs a rule returns where they are returned (a friend of
+/// `tensor_dist_attr`). A freshly built value copied as a block is both a copy and, on x86, a
+/// store-forwarding stall (wide loads of bytes just written narrowly), so the rules write
+/// each output attr once, in the `spmd_info` the caller receives.
+struct tensor_dist_attr_access {
+  /// Makes `a` (default-constructed) an attr on `src`'s mesh, with its batch dim and no
+  /// partial status, whose dims mapping is that of `axes` under `map`. Fails as
+  /// `get_dims_mapping_for_axes` and the `tensor_dist_attr` constructor would: raises.
+  ///
+  /// `Check == false` skips the final check of the mapping against the mesh, for a caller
+  /// that knows it holds: `map` maps no two labels to one mesh dim, every mesh dim in it comes
+  /// from a mapping valid on `src`'s mesh, and no label occurs twice in `axes` (but `'1'`).
+  template <bool Check = true, class Labels>
+  static constexpr void assign_mapped(tensor_dist_attr& a, const tensor_dist_attr& src, const Labels& axes,
+                                      const axis_to_dim_map& map, bool unsharded_miss_axis) {
+    a.mesh_ = src.mesh_;
+    a.batch_dim_ = src.batch_dim_;
+    append_dims_mapping_for_axes(a.mapping_, axes, map, unsharded_miss_axis).check();
+    if constexpr (Check) tensor_dist_attr::check(a.mesh_, a.mapping_).check();
+  }
+};
+
+}  // namespace detail
+
+/// A dist attr on `src`'s mesh (with its batch dim, no partial status) with the dims mapping
+/// of `axes` under `map`, appended to `out` and returned.
+/// (`Check` as in `detail::tensor_dist_attr_access::assign_mapped`.)
+template <bool Check = true, class Labels, std::size_t N>
+constexpr tensor_dist_attr& push_mapped(static_vector<tensor_dist_attr, N>& out, const tensor_dist_attr& src,
+                                        const Labels& axes, const axis_to_dim_map& map,
+                                        bool unsharded_miss_axis = false) {
+  tensor_dist_attr& a = out.emplace_back();
+  detail::tensor_dist_attr_access::assign_mapped<Check>(a, src, axes, map, unsharded_miss_axis);
+  return a;
 }
 
 }  // namespace ctspmd

@@ -4,6 +4,7 @@
 /// tensors being the same logical axis. Letters are `a`-`z` and `A`-`Z`; the label `'1'`
 /// marks a size-1 (broadcast) dim, which is never sharded.
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -26,11 +27,22 @@ inline constexpr char broadcast_label = '1';
 /// Number of distinct axis letters.
 inline constexpr std::size_t axis_letter_count = 52;
 
+namespace detail {
+/// `axis_letter_index` of every char value: one load instead of two range tests, on the
+/// path of every label a rule reads.
+inline constexpr auto axis_letter_indices = [] {
+  std::array<std::int8_t, 256> table{};
+  for (int c = 0; c < 256; ++c)
+    table[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c >= 'a' && c <= 'z'   ? c - 'a'
+                                                                  : c >= 'A' && c <= 'Z' ? 26 + (c - 'A')
+                                                                                         : -1);
+  return table;
+}();
+}  // namespace detail
+
 /// Index of an axis letter in [0, 52), or -1 for anything else.
 constexpr int axis_letter_index(char c) noexcept {
-  if (c >= 'a' && c <= 'z') return c - 'a';
-  if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
-  return -1;
+  return detail::axis_letter_indices[static_cast<unsigned char>(c)];
 }
 /// True for a label a tensor dim may carry: a letter or `'1'`.
 constexpr bool is_axis_label(char c) noexcept { return c == broadcast_label || axis_letter_index(c) >= 0; }
@@ -72,11 +84,12 @@ inline constexpr std::string_view split = "abcdefghijlmnopqrstuvwxyz";       ///
 inline constexpr std::string_view cross_entropy = "abcdefghijlmnopqrstuvwxyz";  ///< no k
 }  // namespace alphabets
 
-/// `get_broadcast_axes`, result-returning: the labels of a rank-`tensor_ndim` tensor
-/// right-aligned in a rank-`broadcast_ndim` broadcast, i.e. the last `tensor_ndim` of the
-/// first `broadcast_ndim` letters of `alphabet`.
-constexpr result<axes_string> try_get_broadcast_axes(std::int64_t tensor_ndim, std::int64_t broadcast_ndim,
-                                                     std::string_view alphabet) {
+namespace detail {
+
+/// Appends to `out` the labels `try_get_broadcast_axes` gives (or returns its error), so that
+/// rules can write an operand's labels where they keep them.
+constexpr status append_broadcast_axes(axes_string& out, std::int64_t tensor_ndim, std::int64_t broadcast_ndim,
+                                       std::string_view alphabet) {
   constexpr std::string_view op = "get_broadcast_axes";
   if (broadcast_ndim < 0 || static_cast<std::size_t>(broadcast_ndim) > alphabet.size())
     return make_error(error_kind::invalid_argument, op, "broadcast rank {} is outside [0, {}], the alphabet's length",
@@ -86,9 +99,21 @@ constexpr result<axes_string> try_get_broadcast_axes(std::int64_t tensor_ndim, s
                       broadcast_ndim);
   if (tensor_ndim > static_cast<std::int64_t>(max_rank))
     return make_error(error_kind::invalid_argument, op, "tensor rank {} exceeds max_rank = {}", tensor_ndim, max_rank);
-  if (tensor_ndim <= 0) return axes_string{};
-  return axes_string(alphabet.substr(static_cast<std::size_t>(broadcast_ndim - tensor_ndim),
-                                     static_cast<std::size_t>(tensor_ndim)));
+  for (std::int64_t i = broadcast_ndim - tensor_ndim; i < broadcast_ndim && tensor_ndim > 0; ++i)
+    out.push_back(alphabet[static_cast<std::size_t>(i)]);
+  return {};
+}
+
+}  // namespace detail
+
+/// `get_broadcast_axes`, result-returning: the labels of a rank-`tensor_ndim` tensor
+/// right-aligned in a rank-`broadcast_ndim` broadcast, i.e. the last `tensor_ndim` of the
+/// first `broadcast_ndim` letters of `alphabet`.
+constexpr result<axes_string> try_get_broadcast_axes(std::int64_t tensor_ndim, std::int64_t broadcast_ndim,
+                                                     std::string_view alphabet) {
+  axes_string out;
+  CTSPMD_TRY(detail::append_broadcast_axes(out, tensor_ndim, broadcast_ndim, alphabet));
+  return out;
 }
 
 /// Throwing form of `try_get_broadcast_axes`, e.g. `get_broadcast_axes(2, 4, "abcd") == "cd"`.

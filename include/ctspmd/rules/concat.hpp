@@ -47,7 +47,7 @@ struct concat_attributes {
 struct concat : detail::rule_base<concat, concat_attributes> {
   static constexpr std::string_view name = "concat";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     const auto axes = notate(in, attrs);
     if (!axes) return axes.error();
     static_vector<axes_dims_pair, max_operands> pairs;
@@ -56,14 +56,13 @@ struct concat : detail::rule_base<concat, concat_attributes> {
     if (!map) return map.error();
 
     const auto partial = common_partial(in);
-    spmd_info info;
     for (const auto& x : in)
       info.inputs.push_back(with_partial_of(detail::mapped(x.dist_attr(), *axes, *map), partial));
     info.outputs.push_back(with_partial_of(detail::mapped(in[0].dist_attr(), *axes, *map), partial));
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     const auto axes = notate(in, attrs);
     if (!axes) return axes.error();
     CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
@@ -75,11 +74,10 @@ struct concat : detail::rule_base<concat, concat_attributes> {
     const auto map = try_sharding_merge_for_tensors({{*axes, o.dims_mapping()}});
     if (!map) return map.error();
 
-    spmd_info info;
     for (const auto& x : in)
       info.inputs.push_back(detail::mapped(x.dist_attr(), *axes, *map, /*unsharded_miss_axis=*/true));
     info.outputs.push_back(detail::mapped(o.dist_attr(), *axes, *map));
-    return info;
+    return {};
   }
 
  private:

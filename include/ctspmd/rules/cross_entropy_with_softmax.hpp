@@ -62,7 +62,7 @@ struct cross_entropy_with_softmax
     : detail::rule_base<cross_entropy_with_softmax, cross_entropy_with_softmax_attributes> {
   static constexpr std::string_view name = "cross_entropy_with_softmax";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 2));
     const auto& x = in[0];
     const auto& label = in[1];
@@ -72,15 +72,14 @@ struct cross_entropy_with_softmax
     if (!map) return map.error();
     CTSPMD_TRY(check_class_axis(*map, *n, attrs));
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map));
     info.inputs.push_back(detail::mapped(label.dist_attr(), n->label, *map));
     info.outputs.push_back(detail::mapped(x.dist_attr(), n->softmax_out, *map));
     info.outputs.push_back(detail::mapped(x.dist_attr(), n->loss, *map));
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 2));
     CTSPMD_TRY(detail::check_count(out, 2, /*outputs=*/true));
     const auto& x = in[0];
@@ -103,12 +102,11 @@ struct cross_entropy_with_softmax
     if (!map) return map.error();
     CTSPMD_TRY(check_class_axis(*map, *n, attrs));
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
     info.inputs.push_back(detail::mapped(label.dist_attr(), n->label, *map, /*unsharded_miss_axis=*/true));
     info.outputs.push_back(detail::mapped(softmax_out.dist_attr(), n->softmax_out, *map));
     info.outputs.push_back(detail::mapped(loss.dist_attr(), n->loss, *map));
-    return info;
+    return {};
   }
 
  private:

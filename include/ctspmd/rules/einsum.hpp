@@ -35,12 +35,16 @@ namespace ctspmd::rules {
 
 namespace detail {
 
-/// `axes` with `'1'` at each dim of size 1.
-constexpr axes_string size_one_unsharded(axes_string axes, const tensor_shape& shape) {
-  for (std::size_t i = 0; i < axes.size() && i < shape.size(); ++i)
-    if (shape[i] == 1) axes[i] = broadcast_label;
-  return axes;
-}
+/// An operand's labels as the einsum reads them: `'1'` at each dim of size 1 (a view of the
+/// notation's labels and the operand's shape, so nothing is copied).
+struct size_one_unsharded {
+  const axes_string& axes;
+  const tensor_shape& shape;
+  constexpr std::size_t size() const noexcept { return axes.size(); }
+  constexpr char operator[](std::size_t i) const {  // i < size(), as every reader loops
+    return i < shape.size() && shape.data()[i] == 1 ? broadcast_label : axes.begin()[i];
+  }
+};
 
 /// Checks that `specs` match `labels` one to one: count and ranks.
 constexpr status check_operands(std::span<const axes_string> labels, spec_span specs, bool outputs = false) {
@@ -54,46 +58,49 @@ constexpr status check_operands(std::span<const axes_string> labels, spec_span s
   return {};
 }
 
-/// Merges the mappings of `specs` labelled `labels` (size-1 dims skipped).
-constexpr result<axis_to_dim_map> merge_labelled(std::span<const axes_string> labels, spec_span specs,
-                                                 bool merge_conflicts) {
-  static_vector<axes_string, max_operands> effective;
-  static_vector<axes_dims_pair, max_operands> pairs;
-  for (std::size_t i = 0; i < specs.size(); ++i) effective.push_back(size_one_unsharded(labels[i], specs[i].shape()));
-  for (std::size_t i = 0; i < specs.size(); ++i) pairs.push_back({effective[i].view(), specs[i].dims_mapping()});
-  return try_sharding_merge_for_tensors(std::span<const axes_dims_pair>(pairs.data(), pairs.size()), merge_conflicts);
+/// Merges into `map` the mappings of `specs` labelled `labels` (size-1 dims skipped). The
+/// labels come from a parsed notation and the ranks are checked (`check_operands`), so the
+/// merge need not validate them again.
+constexpr status merge_labelled(axis_to_dim_map& map, std::span<const axes_string> labels, spec_span specs,
+                                bool merge_conflicts) {
+  return ctspmd::detail::merge_sharding</*Validate=*/false>(
+      map, specs.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; },
+      [&](std::size_t t) -> const dims_mapping& { return specs[t].dims_mapping(); }, merge_conflicts);
 }
 
-/// The inputs under `map`: each input's labels, with size-1 dims and missing labels -1.
+// The attrs an einsum infers need no check against the mesh: the merged map gives no two
+// labels one mesh dim (forward resolves or rejects conflicts, backward rejects them), its
+// mesh dims come from operands valid on the one mesh all operands share (rule_base checks
+// that), and a notation has no label twice in one operand. Hence push_mapped</*Check=*/false>.
+
+/// Appends the inputs under `map`: each input's labels, with size-1 dims and missing labels -1.
 constexpr void push_inputs(spmd_info& info, const einsum_notation& n, spec_span in, const axis_to_dim_map& map) {
   for (std::size_t i = 0; i < in.size(); ++i)
-    info.inputs.push_back(mapped(in[i].dist_attr(), size_one_unsharded(n.inputs[i], in[i].shape()), map,
-                                 /*unsharded_miss_axis=*/true));
+    push_mapped</*Check=*/false>(info.inputs, in[i].dist_attr(), size_one_unsharded{n.inputs[i], in[i].shape()}, map,
+                                 /*unsharded_miss_axis=*/true);
 }
 
-/// Forward inference of the einsum `n` (see the file comment).
-constexpr result<spmd_info> einsum_forward(const einsum_notation& n, spec_span in, bool merge_conflicts) {
+/// Forward inference of the einsum `n` into `info` (see the file comment).
+constexpr status einsum_forward(spmd_info& info, const einsum_notation& n, spec_span in, bool merge_conflicts) {
   CTSPMD_TRY(check_operands(n.inputs, in));
-  const auto map = merge_labelled(n.inputs, in, merge_conflicts);
-  if (!map) return map.error();
-  spmd_info info;
-  push_inputs(info, n, in, *map);
+  axis_to_dim_map map;
+  CTSPMD_TRY(merge_labelled(map, n.inputs, in, merge_conflicts));
+  push_inputs(info, n, in, map);
   // Labels the merge dropped from every input (size 1 everywhere) give -1.
-  info.outputs.push_back(mapped(in[0].dist_attr(), n.output, *map, /*unsharded_miss_axis=*/true));
-  info.outputs[0].set_partial_status(resolute_output_partial_dimension(*map, n.output));
-  return info;
+  push_mapped</*Check=*/false>(info.outputs, in[0].dist_attr(), n.output, map, /*unsharded_miss_axis=*/true)
+      .set_partial_status(resolute_output_partial_dimension(map, n.output));
+  return {};
 }
 
-/// Backward inference of the einsum `n` from its one output (see the file comment).
-constexpr result<spmd_info> einsum_backward(const einsum_notation& n, spec_span in, spec_span out) {
+/// Backward inference of the einsum `n` from its one output, into `info` (see the file comment).
+constexpr status einsum_backward(spmd_info& info, const einsum_notation& n, spec_span in, spec_span out) {
   CTSPMD_TRY(check_operands(n.inputs, in));
   CTSPMD_TRY(check_operands({&n.output, 1}, out, /*outputs=*/true));
-  const auto map = merge_labelled({&n.output, 1}, out, /*merge_conflicts=*/false);
-  if (!map) return map.error();
-  spmd_info info;
-  push_inputs(info, n, in, *map);
+  axis_to_dim_map map;
+  CTSPMD_TRY(merge_labelled(map, {&n.output, 1}, out, /*merge_conflicts=*/false));
+  push_inputs(info, n, in, map);
   info.outputs.push_back(out[0].dist_attr());
-  return info;
+  return {};
 }
 
 /// The parsed `Notation`, or a compile error: the failing check's message, and the
@@ -122,11 +129,11 @@ struct einsum : detail::rule_base<einsum<Notation>, einsum_attributes> {
   static constexpr std::string_view name = "einsum";
   static constexpr einsum_notation notation = detail::parse_or_fail<Notation>();
 
-  static constexpr result<spmd_info> forward(spec_span in, const einsum_attributes&) {
-    return detail::einsum_forward(notation, in, /*merge_conflicts=*/true);
+  static constexpr status forward(spmd_info& info, spec_span in, const einsum_attributes&) {
+    return detail::einsum_forward(info, notation, in, /*merge_conflicts=*/true);
   }
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const einsum_attributes&) {
-    return detail::einsum_backward(notation, in, out);
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const einsum_attributes&) {
+    return detail::einsum_backward(info, notation, in, out);
   }
 };
 
@@ -140,15 +147,15 @@ struct dynamic_einsum_attributes {
 struct dynamic_einsum : detail::rule_base<dynamic_einsum, dynamic_einsum_attributes> {
   static constexpr std::string_view name = "einsum";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();
-    return detail::einsum_forward(*n, in, /*merge_conflicts=*/true);
+    return detail::einsum_forward(info, *n, in, /*merge_conflicts=*/true);
   }
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();
-    return detail::einsum_backward(*n, in, out);
+    return detail::einsum_backward(info, *n, in, out);
   }
 };
 

@@ -46,7 +46,7 @@ struct elementwise_attributes {};
 struct elementwise : detail::rule_base<elementwise, elementwise_attributes> {
   static constexpr std::string_view name = "elementwise";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes&) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes&) {
     const auto n = make_notation(in);
     if (!n) return n.error();
     static_vector<axes_dims_pair, max_operands> pairs;
@@ -55,14 +55,13 @@ struct elementwise : detail::rule_base<elementwise, elementwise_attributes> {
                                                     /*merge_conflicts=*/true);
     if (!map) return map.error();
 
-    spmd_info info;
     for (std::size_t i = 0; i < in.size(); ++i)
       info.inputs.push_back(detail::mapped(in[i].dist_attr(), n->inputs[i], *map));
     info.outputs.push_back(detail::mapped(in[0].dist_attr(), n->output, *map));
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes&) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&) {
     const auto n = make_notation(in);
     if (!n) return n.error();
     CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
@@ -81,11 +80,10 @@ struct elementwise : detail::rule_base<elementwise, elementwise_attributes> {
     const auto map = try_sharding_merge_for_tensors({{n->output, o.dims_mapping()}}, /*merge_conflicts=*/true);
     if (!map) return map.error();
 
-    spmd_info info;
     for (std::size_t i = 0; i < in.size(); ++i)
       info.inputs.push_back(detail::mapped(in[i].dist_attr(), n->inputs[i], *map));
     info.outputs.push_back(detail::mapped(o.dist_attr(), n->output, *map));
-    return info;
+    return {};
   }
 
  private:

@@ -38,14 +38,13 @@ struct embedding_attributes {
 struct embedding : detail::rule_base<embedding, embedding_attributes> {
   static constexpr std::string_view name = "embedding";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 2));
     const auto& x = in[0];
     const auto& w = in[1];
     CTSPMD_TRY(check_weight(w));
-    const auto x_axes = try_get_broadcast_axes(x.ndim(), x.ndim(), alphabets::embedding);
-    if (!x_axes) return x_axes.error();
-    CTSPMD_TRY(check_output_rank(x.ndim()));
+    einsum_notation n;
+    CTSPMD_TRY(build_notation(n, x.ndim()));
 
     const std::int64_t row_mesh_dim = w.dims_mapping()[0];
     if (attrs.padding_idx != -1 && row_mesh_dim != -1)
@@ -61,10 +60,10 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
 
     // Each device looks up only the rows it holds (the contracted j), so the output is partial
     // (sum) on the row mesh dim.
-    return detail::einsum_forward(notation(*x_axes), in, /*merge_conflicts=*/false);
+    return detail::einsum_forward(info, n, in, /*merge_conflicts=*/false);
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes&) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&) {
     CTSPMD_TRY(detail::check_count(in, 2));
     CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
     const auto& x = in[0];
@@ -74,19 +73,24 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
     if (x.ndim() != o.ndim() - 1)
       return make_error(error_kind::invalid_argument, "", "the output's rank must be x's rank + 1, but x has rank {} and the output rank {}",
                         x.ndim(), o.ndim());
-    const auto x_axes = try_get_broadcast_axes(x.ndim(), x.ndim(), alphabets::embedding);
-    if (!x_axes) return x_axes.error();
-    return detail::einsum_backward(notation(*x_axes), in, out);
+    einsum_notation n;
+    CTSPMD_TRY(build_notation(n, x.ndim()));
+    return detail::einsum_backward(info, n, in, out);
   }
 
  private:
-  /// `x,jk->xk`, x's labels being `x_axes`.
-  static constexpr einsum_notation notation(const axes_string& x_axes) {
-    einsum_notation n;
-    n.inputs.push_back(x_axes);
-    n.inputs.push_back("jk");
-    n.output = x_axes + "k";
-    return n;
+  /// Writes `X,jk->Xk` into `n` (empty), X being the first `x_ndim` letters of the alphabet
+  /// (checking first that they exist, then that the output's rank is within max_rank).
+  static constexpr status build_notation(einsum_notation& n, std::int64_t x_ndim) {
+    axes_string& x = n.inputs.emplace_back();
+    CTSPMD_TRY(ctspmd::detail::append_broadcast_axes(x, x_ndim, x_ndim, alphabets::embedding));
+    CTSPMD_TRY(check_output_rank(x_ndim));
+    axes_string& w = n.inputs.emplace_back();
+    w.push_back('j');
+    w.push_back('k');
+    for (char c : x) n.output.push_back(c);
+    n.output.push_back('k');
+    return {};
   }
   static constexpr status check_weight(const dist_tensor_spec& w) {
     if (w.ndim() != 2)

@@ -53,7 +53,7 @@ struct layer_norm_attributes {
 struct layer_norm : detail::rule_base<layer_norm, layer_norm_attributes> {
   static constexpr std::string_view name = "layer_norm";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 3));
     const auto n = notation(in, attrs);
     if (!n) return n.error();
@@ -61,17 +61,16 @@ struct layer_norm : detail::rule_base<layer_norm, layer_norm_attributes> {
     const auto map = try_sharding_merge_for_tensors({{n->lead, leading(x.dims_mapping(), n->lead.size())}});
     if (!map) return map.error();
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
     info.inputs.push_back(replicated_on_mesh(in[1].dist_attr()));
     info.inputs.push_back(replicated_on_mesh(in[2].dist_attr()));
     info.outputs.push_back(info.inputs[0]);  // out: x's mapping with the normalised dims replicated
     info.outputs.push_back(detail::mapped(x.dist_attr(), n->lead, *map));  // mean
     info.outputs.push_back(info.outputs[1]);                               // variance
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 3));
     CTSPMD_TRY(detail::check_count(out, 3, /*outputs=*/true));
     const auto n = notation(in, attrs);
@@ -93,14 +92,13 @@ struct layer_norm : detail::rule_base<layer_norm, layer_norm_attributes> {
                                                      {n->lead, out[2].dims_mapping()}});
     if (!map) return map.error();
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
     info.inputs.push_back(replicated_on_mesh(in[1].dist_attr()));
     info.inputs.push_back(replicated_on_mesh(in[2].dist_attr()));
     info.outputs.push_back(detail::mapped(out[0].dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
     info.outputs.push_back(detail::mapped(out[1].dist_attr(), n->lead, *map));
     info.outputs.push_back(detail::mapped(out[2].dist_attr(), n->lead, *map));
-    return info;
+    return {};
   }
 
  private:

@@ -44,50 +44,67 @@ struct matmul_attributes {
 struct matmul : detail::rule_base<matmul, matmul_attributes> {
   static constexpr std::string_view name = "matmul";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 2));
-    const auto n = notation(in[0].ndim(), in[1].ndim());
-    if (!n) return n.error();
-    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_forward(*n, in, /*merge_conflicts=*/true);
+    einsum_notation n;
+    CTSPMD_TRY(build_notation(n, in[0].ndim(), in[1].ndim()));
+    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_forward(info, n, in, /*merge_conflicts=*/true);
     const auto t = transposed_operands(in, attrs);
     if (!t) return t.error();
-    auto info = detail::einsum_forward(*n, {t->data(), 2}, /*merge_conflicts=*/true);
-    if (info) swap_back(*info, attrs);
-    return info;
+    CTSPMD_TRY(detail::einsum_forward(info, n, {t->data(), 2}, /*merge_conflicts=*/true));
+    swap_back(info, attrs);
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 2));
-    const auto n = notation(in[0].ndim(), in[1].ndim());
-    if (!n) return n.error();
-    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_backward(*n, in, out);
+    einsum_notation n;
+    CTSPMD_TRY(build_notation(n, in[0].ndim(), in[1].ndim()));
+    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_backward(info, n, in, out);
     const auto t = transposed_operands(in, attrs);
     if (!t) return t.error();
-    auto info = detail::einsum_backward(*n, {t->data(), 2}, out);
-    if (info) swap_back(*info, attrs);
-    return info;
+    CTSPMD_TRY(detail::einsum_backward(info, n, {t->data(), 2}, out));
+    swap_back(info, attrs);
+    return {};
   }
 
   /// The einsum notation of a matmul of ranks `x_ndim` and `y_ndim` (in (m, k) / (k, n) order).
   static constexpr result<einsum_notation> notation(std::int64_t x_ndim, std::int64_t y_ndim) {
-    if (x_ndim < 1 || y_ndim < 1)
-      return make_error(error_kind::invalid_argument, "", "x and y must have rank >= 1, but have ranks {} and {}", x_ndim,
-                        y_ndim);
-    const std::int64_t batch = std::max<std::int64_t>(std::max(x_ndim, y_ndim) - 2, 0);
-    const auto x_batch = try_get_broadcast_axes(x_ndim - 2, batch, alphabets::matmul);
-    if (!x_batch) return x_batch.error();
-    const auto y_batch = try_get_broadcast_axes(y_ndim - 2, batch, alphabets::matmul);
-    if (!y_batch) return y_batch.error();
-    einsum_notation n;
-    n.inputs.push_back(x_ndim == 1 ? axes_string("k") : *x_batch + "mk");
-    n.inputs.push_back(y_ndim == 1 ? axes_string("k") : *y_batch + "kn");
-    n.output = x_ndim >= y_ndim ? *x_batch : *y_batch;
-    if (x_ndim > 1) n.output.push_back('m');
-    if (y_ndim > 1) n.output.push_back('n');
-    return n;
+    result<einsum_notation> r{einsum_notation{}};
+    if (auto s = build_notation(*r, x_ndim, y_ndim); !s) r = s.error();
+    return r;
   }
 
  private:
+  /// Writes `notation(x_ndim, y_ndim)` into `n` (empty), where the rule reads it.
+  static constexpr status build_notation(einsum_notation& n, std::int64_t x_ndim, std::int64_t y_ndim) {
+    if (x_ndim < 1 || y_ndim < 1)
+      return make_error(error_kind::invalid_argument, "", "x and y must have rank >= 1, but have ranks {} and {}", x_ndim,
+                        y_ndim);
+    const std::int64_t max_ndim = std::max(x_ndim, y_ndim);
+    const std::int64_t batch = std::max<std::int64_t>(max_ndim - 2, 0);
+    // Each operand's batch letters are the last of the first `batch` letters of the alphabet
+    // (`get_broadcast_axes`), written here directly: this runs at every call. The one way
+    // that can fail is a batch longer than the alphabet; its error is get_broadcast_axes's.
+    if (static_cast<std::size_t>(batch) > alphabets::matmul.size())
+      return ctspmd::detail::append_broadcast_axes(n.output, 0, batch, alphabets::matmul);
+    const auto batch_letters = [&](axes_string& out, std::int64_t ndim) {
+      for (std::int64_t i = batch - (ndim - 2); i < batch; ++i) out.push_back(alphabets::matmul[static_cast<std::size_t>(i)]);
+    };
+    axes_string& x = n.inputs.emplace_back();
+    batch_letters(x, x_ndim);
+    if (x_ndim > 1) x.push_back('m');
+    x.push_back('k');
+    axes_string& y = n.inputs.emplace_back();
+    batch_letters(y, y_ndim);
+    y.push_back('k');
+    if (y_ndim > 1) y.push_back('n');
+    batch_letters(n.output, max_ndim);  // the batch letters of the higher-rank operand
+    if (x_ndim > 1) n.output.push_back('m');
+    if (y_ndim > 1) n.output.push_back('n');
+    return {};
+  }
+
   static constexpr void swap_last_two(dims_mapping& dm) { std::swap(dm[dm.size() - 2], dm[dm.size() - 1]); }
 
   /// x and y as the einsum reads them: a transposed operand with its last two dims swapped.

@@ -5,15 +5,23 @@
 ///
 /// One rule type per reduce type: `reduction_with<R>` is the rule whose attributes default
 /// `reduce` to R, the reduce type its operator implies (sum -> sum, mean -> avg, max/amax ->
-/// max, min/amin -> min, prod -> prod, any -> any, all -> all, frobenius_norm -> sum, as
-/// Paddle does). `reduction` is `reduction_with<reduce_type::sum>`, the rule DESIGN.md lists
-/// with `reduction {axis = {}, keep_dim = false, reduce = reduce_type::sum}`. Every
-/// `reduction_with<R>` is named "reduction" in error messages.
+/// max, min/amin -> min, prod -> prod, any -> any, all -> all). `reduction` is
+/// `reduction_with<reduce_type::sum>`, the rule DESIGN.md lists with `reduction {axis = {},
+/// keep_dim = false, reduce = reduce_type::sum}`. Every `reduction_with<R>` is named
+/// "reduction" in error messages. `frobenius_norm` has a rule of its own (below).
 ///
-/// Note on `frobenius_norm`: a norm's per-device results do not combine by summing norms
-/// (the true norm is the square root of the sum of their squares); the sum recorded on a
-/// partial output only says which mesh dims still need combining. The exact combination is
-/// left to the numerical oracle of a later issue.
+/// `frobenius_norm` (sqrt of the sum of squares over `axis`; same attributes, `reduce` is
+/// checked but has no effect). Paddle registers it with the reduction rule and reduce type
+/// sum: a sharded reduced axis makes the output partial (sum), and a partial-sum x stays
+/// partial. The numerical oracle (runtime_tests/oracle/) shows both are wrong: with x = [1, 0,
+/// 0, 1] sharded on a mesh dim of 2 and every dim reduced, the devices compute the norms of
+/// their halves, 1 and 1, whose sum 2 is not the norm sqrt(2) (the norm of a concatenation is
+/// the root of the sum of the squared norms, which no reduce type expresses); and for x
+/// partial (sum) with parts a + b, norm(a) + norm(b) is not norm(a + b). We do: x is required
+/// with its reduced dims replicated (an all-gather where they were sharded) and without
+/// partial status (an all-reduce first); its kept dims keep their shardings, which the output
+/// takes; the output is never partial. Backward is reduction's, with the output returned not
+/// partial. Regression cases: runtime_tests/oracle/regression_test.cpp.
 ///
 /// Notation: x gets the first rank(x) letters of `abcdefghijklmnopqrstuvwxyz`. `axis` entries
 /// may be negative (+rank); an entry out of [-rank, rank), or naming a dim twice, is
@@ -33,7 +41,7 @@
 /// are linear (sum or avg). Then x keeps that partial status and the output is partial on the
 /// same mesh dim with P. Otherwise (a partial sum reduced by max, say) the rule requires x
 /// without that partial status, a reshard (an all-reduce) before the operator, and the output
-/// is not partial there. (`frobenius_norm` is not linear although it carries sum: see above.)
+/// is not partial there.
 ///
 /// Backward (from the output): the output's mapping alone is merged; x takes the output's
 /// shardings on the kept dims, and its reduced dims (absent from the output, or `'1'` there)
@@ -121,7 +129,7 @@ struct reduction_with : detail::rule_base<reduction_with<R>, basic_reduction_att
   using attributes = basic_reduction_attributes<R>;
   static constexpr std::string_view name = "reduction";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     CTSPMD_TRY(check_reduce(attrs.reduce));
     const auto& x = in[0];
@@ -144,13 +152,12 @@ struct reduction_with : detail::rule_base<reduction_with<R>, basic_reduction_att
     }
     x_attr.clean_partial_dims(reshard);
 
-    spmd_info info;
     info.inputs.push_back(x_attr);
     info.outputs.push_back(out);
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
     CTSPMD_TRY(check_reduce(attrs.reduce));
@@ -171,10 +178,9 @@ struct reduction_with : detail::rule_base<reduction_with<R>, basic_reduction_att
 
     tensor_dist_attr out_attr = o.dist_attr();
     out_attr.set_dims_mapping(*out_dims);  // only ever replaces entries by -1: keeps partial valid
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
     info.outputs.push_back(out_attr);
-    return info;
+    return {};
   }
 
  private:
@@ -186,8 +192,38 @@ struct reduction_with : detail::rule_base<reduction_with<R>, basic_reduction_att
   }
 };
 
-/// The reduction rule with reduce type sum by default (`sum`, `frobenius_norm`).
+/// The reduction rule with reduce type sum by default (`sum`).
 using reduction = reduction_with<reduce_type::sum>;
+
+/// The frobenius_norm rule: reduced dims replicated, x not partial, the output never
+/// partial (see the file comment for why the reduction rule is wrong for a norm).
+struct frobenius_norm : detail::rule_base<frobenius_norm, reduction_attributes> {
+  static constexpr std::string_view name = "frobenius_norm";
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(detail::check_count(in, 1));
+    const auto& x = in[0];
+    const auto n = detail::make_reduction_notation(x.ndim(), attrs.axis, attrs.keep_dim);
+    if (!n) return n.error();
+    // The norm of a shard, or of a part, is no part of the norm: the reduced dims are gathered
+    // and the parts combined before the operator.
+    dims_mapping dm = x.dims_mapping();
+    for (std::size_t i = 0; i < dm.size(); ++i)
+      if (!has_label(n->out.view(), n->x[i])) dm[i] = -1;  // a reduced dim (absent, or '1' with keep_dim)
+    tensor_dist_attr whole = x.dist_attr();
+    whole.clean_partial_status();
+    whole.set_dims_mapping(dm);
+    const dist_tensor_spec required(x.shape(), whole);
+    // No sharded reduced dim and no partial x: the output is not partial.
+    return reduction::forward(info, {&required, 1}, attrs);
+  }
+
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
+    CTSPMD_TRY(reduction::backward(info, in, out, attrs));
+    info.outputs[0].clean_partial_status();  // the norm is never partial
+    return {};
+  }
+};
 
 }  // namespace ctspmd::rules
 

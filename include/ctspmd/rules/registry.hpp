@@ -95,7 +95,7 @@ inline constexpr auto registry = boost::hana::make_map(
     detail::entry<"floor_divide", elementwise>(),
     detail::entry<"fmax", elementwise>(),
     detail::entry<"fmin", elementwise>(),
-    detail::entry<"frobenius_norm", reduction>(),
+    detail::entry<"frobenius_norm", frobenius_norm>(),
     detail::entry<"gelu", elementwise>(),
     detail::entry<"hardshrink", elementwise>(),
     detail::entry<"hardsigmoid", elementwise>(),

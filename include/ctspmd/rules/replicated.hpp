@@ -28,20 +28,18 @@ struct replicated_attributes {};
 struct replicated : detail::rule_base<replicated, replicated_attributes> {
   static constexpr std::string_view name = "replicated";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes&) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes&) {
     if (in.empty()) return make_error(error_kind::invalid_argument, "", "expects at least 1 input, got {}", in.size());
-    spmd_info info;
     for (const auto& x : in) info.inputs.push_back(replicated_on_mesh(x.dist_attr()));
     // Paddle's assumption: one output, of input 0's rank.
     info.outputs.push_back(replicated_on_mesh(in[0].dist_attr()));
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes&) {
-    spmd_info info;
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&) {
     for (const auto& x : in) info.inputs.push_back(replicated_on_mesh(x.dist_attr()));
     for (const auto& o : out) info.outputs.push_back(replicated_on_mesh(o.dist_attr()));
-    return info;
+    return {};
   }
 };
 

@@ -155,7 +155,7 @@ struct reshape : detail::rule_base<reshape, reshape_attributes> {
     return t;
   }
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     const auto& x = in[0];
     const auto tgt = resolve_target(x.shape(), attrs.shape);
@@ -163,7 +163,6 @@ struct reshape : detail::rule_base<reshape, reshape_attributes> {
     const auto trans = make_reshape_dim_trans(x.shape(), tgt->shape, tgt->same_size);
     const auto sharding = infer_from_dim_trans(x.dims_mapping(), trans, x.process_mesh());
 
-    spmd_info info;
     tensor_dist_attr x_attr = x.dist_attr();  // keeps x's partial status
     x_attr.set_dims_mapping(sharding.input);
     info.inputs.push_back(x_attr);
@@ -172,10 +171,10 @@ struct reshape : detail::rule_base<reshape, reshape_attributes> {
     // A reshape moves elements without combining them: partial parts stay parts of the output.
     for (const auto m : x.dist_attr().partial_dims()) out.set_partial_status({m}, x.dist_attr().partial_reduce_type(m));
     info.outputs.push_back(out);
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
     const auto& x = in[0];
@@ -203,14 +202,13 @@ struct reshape : detail::rule_base<reshape, reshape_attributes> {
     const auto trans = make_reshape_dim_trans(out_shape, x.shape(), same_size);
     const auto sharding = infer_from_dim_trans(o.dims_mapping(), trans, o.process_mesh());
 
-    spmd_info info;
     tensor_dist_attr x_attr = copy_tensor_dist_attr_for_output(x.dist_attr());
     x_attr.set_dims_mapping(sharding.output);
     info.inputs.push_back(x_attr);
     tensor_dist_attr o_attr = o.dist_attr();  // keeps the output's partial status
     o_attr.set_dims_mapping(sharding.input);
     info.outputs.push_back(o_attr);
-    return info;
+    return {};
   }
 
  private:

@@ -20,21 +20,41 @@ using spec_span = std::span<const dist_tensor_spec>;
 
 namespace rules::detail {
 
-/// Gives a rule `Rule` (which defines `name`, `forward(spec_span, const Attributes&)` and
-/// `backward(spec_span, spec_span, const Attributes&)`, both returning `result<spmd_info>`)
-/// its public API: `try_infer_forward` / `try_infer_backward` (result-returning) and
-/// `infer_forward` / `infer_backward` (throwing; a compile error in constant evaluation),
-/// each over a span or a braced list of `dist_tensor_spec`. Errors are reported under the
+/// Gives a rule `Rule` (which defines `name`, `forward(spmd_info&, spec_span, const Attributes&)`
+/// and `backward(spmd_info&, spec_span, spec_span, const Attributes&)`, both appending the
+/// inferred attrs to an empty `spmd_info` and returning a `status`) its public API:
+/// `try_infer_forward` / `try_infer_backward` (result-returning), `infer_forward` /
+/// `infer_backward` (throwing; a compile error in constant evaluation), each over a span or a
+/// braced list of `dist_tensor_spec`, and `try_infer_forward_into` / `try_infer_backward_into`
+/// (writing into a given `spmd_info`, returning a `status`). Errors are reported under the
 /// rule's name, and all operands must live on one process mesh.
+///
+/// Why an out-parameter inside: an `spmd_info` is large (two vectors of `max_operands` attrs).
+/// Written once where the caller receives it (the named return value of `infer_forward`, the
+/// value inside `try_infer_forward`'s result), it is never copied on the way out; returned
+/// through a `result` at each layer it was copied at each.
 template <class Rule, class Attributes>
 struct rule_base {
   using attributes = Attributes;
   using inputs_list = std::initializer_list<dist_tensor_spec>;
 
-  static constexpr result<spmd_info> try_infer_forward(spec_span inputs, const Attributes& attrs = {}) {
+  /// Forward inference into `info` (empty): ok, or the error (then `info` is unspecified).
+  static constexpr status try_infer_forward_into(spmd_info& info, spec_span inputs, const Attributes& attrs = {}) {
     if (auto s = check_one_mesh(inputs, {}); !s) return named(s.error());
-    auto r = Rule::forward(inputs, attrs);
-    if (!r) return named(r.error());
+    if (auto s = Rule::forward(info, inputs, attrs); !s) return named(s.error());
+    return {};
+  }
+  /// Backward inference into `info` (empty): ok, or the error (then `info` is unspecified).
+  static constexpr status try_infer_backward_into(spmd_info& info, spec_span inputs, spec_span outputs,
+                                                  const Attributes& attrs = {}) {
+    if (auto s = check_one_mesh(inputs, outputs); !s) return named(s.error());
+    if (auto s = Rule::backward(info, inputs, outputs, attrs); !s) return named(s.error());
+    return {};
+  }
+
+  static constexpr result<spmd_info> try_infer_forward(spec_span inputs, const Attributes& attrs = {}) {
+    result<spmd_info> r{spmd_info{}};  // one returned object (so it is built in place), filled in place
+    if (auto s = try_infer_forward_into(*r, inputs, attrs); !s) r = s.error();
     return r;
   }
   static constexpr result<spmd_info> try_infer_forward(inputs_list inputs, const Attributes& attrs = {}) {
@@ -42,9 +62,8 @@ struct rule_base {
   }
   static constexpr result<spmd_info> try_infer_backward(spec_span inputs, spec_span outputs,
                                                         const Attributes& attrs = {}) {
-    if (auto s = check_one_mesh(inputs, outputs); !s) return named(s.error());
-    auto r = Rule::backward(inputs, outputs, attrs);
-    if (!r) return named(r.error());
+    result<spmd_info> r{spmd_info{}};
+    if (auto s = try_infer_backward_into(*r, inputs, outputs, attrs); !s) r = s.error();
     return r;
   }
   static constexpr result<spmd_info> try_infer_backward(inputs_list inputs, inputs_list outputs,
@@ -53,16 +72,20 @@ struct rule_base {
   }
 
   static constexpr spmd_info infer_forward(spec_span inputs, const Attributes& attrs = {}) {
-    return try_infer_forward(inputs, attrs).value();
+    spmd_info info;
+    try_infer_forward_into(info, inputs, attrs).check();
+    return info;
   }
   static constexpr spmd_info infer_forward(inputs_list inputs, const Attributes& attrs = {}) {
-    return try_infer_forward(as_span(inputs), attrs).value();
+    return infer_forward(as_span(inputs), attrs);
   }
   static constexpr spmd_info infer_backward(spec_span inputs, spec_span outputs, const Attributes& attrs = {}) {
-    return try_infer_backward(inputs, outputs, attrs).value();
+    spmd_info info;
+    try_infer_backward_into(info, inputs, outputs, attrs).check();
+    return info;
   }
   static constexpr spmd_info infer_backward(inputs_list inputs, inputs_list outputs, const Attributes& attrs = {}) {
-    return try_infer_backward(as_span(inputs), as_span(outputs), attrs).value();
+    return infer_backward(as_span(inputs), as_span(outputs), attrs);
   }
 
  private:
@@ -98,8 +121,8 @@ constexpr status check_count(spec_span specs, std::size_t expected, bool outputs
 /// A dist attr on `src`'s mesh (and batch dim) with the dims mapping of `axes` under `map`.
 constexpr tensor_dist_attr mapped(const tensor_dist_attr& src, std::string_view axes, const axis_to_dim_map& map,
                                   bool unsharded_miss_axis = false) {
-  tensor_dist_attr a(src.process_mesh(), get_dims_mapping_for_axes(axes, map, unsharded_miss_axis));
-  a.set_batch_dim(src.batch_dim());
+  tensor_dist_attr a;
+  ctspmd::detail::tensor_dist_attr_access::assign_mapped(a, src, axes, map, unsharded_miss_axis);
   return a;
 }
 

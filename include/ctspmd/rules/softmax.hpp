@@ -38,7 +38,7 @@ struct softmax_attributes {
 struct softmax : detail::rule_base<softmax, softmax_attributes> {
   static constexpr std::string_view name = "softmax";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     const auto& x = in[0];
     const auto axes = try_get_broadcast_axes(x.ndim(), x.ndim(), alphabets::full);
@@ -46,13 +46,12 @@ struct softmax : detail::rule_base<softmax, softmax_attributes> {
     const auto map = merge_with_axis_replicated(*axes, x.dims_mapping(), attrs.axis);
     if (!map) return map.error();
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), *axes, *map));
     info.outputs.push_back(detail::mapped(x.dist_attr(), *axes, *map));
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
     const auto& x = in[0];
@@ -73,10 +72,9 @@ struct softmax : detail::rule_base<softmax, softmax_attributes> {
     const auto map = merge_with_axis_replicated(*axes, o.dims_mapping(), attrs.axis);
     if (!map) return map.error();
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), *axes, *map));
     info.outputs.push_back(detail::mapped(o.dist_attr(), *axes, *map));
-    return info;
+    return {};
   }
 
  private:

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include <ctspmd/core/static_vector.hpp>
@@ -51,7 +52,7 @@ struct split_attributes {
 struct split : detail::rule_base<split, split_attributes> {
   static constexpr std::string_view name = "split";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     const auto& x = in[0];
     const auto n = notate(x, attrs);
@@ -61,13 +62,12 @@ struct split : detail::rule_base<split, split_attributes> {
 
     // The split axis is replicated; the rest of x, partial status included, is unchanged.
     const auto required = with_partial_of(detail::mapped(x.dist_attr(), n->out_axes, *map), x.dist_attr());
-    spmd_info info;
     info.inputs.push_back(required);
     for (std::size_t i = 0; i < n->count; ++i) info.outputs.push_back(required);
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     const auto& x = in[0];
     const auto n = notate(x, attrs);
@@ -83,10 +83,9 @@ struct split : detail::rule_base<split, split_attributes> {
     const auto map = try_sharding_merge_for_tensors(std::span<const axes_dims_pair>(pairs.data(), pairs.size()));
     if (!map) return map.error();
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), n->out_axes, *map, /*unsharded_miss_axis=*/true));
     for (const auto& o : out) info.outputs.push_back(detail::mapped(o.dist_attr(), n->out_axes, *map));
-    return info;
+    return {};
   }
 
  private:
@@ -146,10 +145,14 @@ struct split : detail::rule_base<split, split_attributes> {
       if (s == -1 && inferred != -1)
         return make_error(error_kind::invalid_argument, "", "sections {} and {} are both -1; at most one is inferred",
                           inferred, i);
-      if (s == -1)
+      if (s == -1) {
         inferred = static_cast<std::int64_t>(i);
-      else
+      } else {
+        if (s > std::numeric_limits<std::int64_t>::max() - sum)
+          return make_error(error_kind::invalid_argument, "",
+                            "the sections up to section {} add up to more than int64 can hold", i);
         sum += s;
+      }
     }
     if (size == -1) return {};
     if (inferred == -1 && sum != size)

@@ -37,7 +37,7 @@ struct transpose_attributes {
 struct transpose : detail::rule_base<transpose, transpose_attributes> {
   static constexpr std::string_view name = "transpose";
 
-  static constexpr result<spmd_info> forward(spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     const auto& x = in[0];
     const auto n = make_notation(x.ndim(), attrs.perm);
@@ -45,13 +45,12 @@ struct transpose : detail::rule_base<transpose, transpose_attributes> {
     const auto map = try_sharding_merge_for_tensors({{n->input, x.dims_mapping()}}, /*merge_conflicts=*/true);
     if (!map) return map.error();
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), n->input, *map));
     info.outputs.push_back(detail::mapped(x.dist_attr(), n->output, *map));
-    return info;
+    return {};
   }
 
-  static constexpr result<spmd_info> backward(spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 1));
     CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
     const auto& x = in[0];
@@ -72,10 +71,9 @@ struct transpose : detail::rule_base<transpose, transpose_attributes> {
     const auto map = try_sharding_merge_for_tensors({{n->output, o.dims_mapping()}}, /*merge_conflicts=*/true);
     if (!map) return map.error();
 
-    spmd_info info;
     info.inputs.push_back(detail::mapped(x.dist_attr(), n->input, *map));
     info.outputs.push_back(detail::mapped(o.dist_attr(), n->output, *map));
-    return info;
+    return {};
   }
 
  private:

@@ -3,6 +3,7 @@
 /// \file Run-time attributes: a string-keyed map of values, converted to a rule's typed
 /// `attributes` through Boost.Hana struct reflection (run time only).
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/second.hpp>
 #include <boost/hana/string.hpp>
+#include <boost/hana/unpack.hpp>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/static_vector.hpp>
@@ -138,6 +140,15 @@ std::vector<attribute_info> describe_attributes() {
   return out;
 }
 
+/// The names of the attributes `Attributes` accepts, in declaration order (no allocation).
+template <class Attributes>
+constexpr auto attribute_names() {
+  return boost::hana::unpack(boost::hana::accessors<Attributes>(), [](auto... member) {
+    return std::array<std::string_view, sizeof...(member)>{
+        std::string_view(boost::hana::to<const char*>(boost::hana::first(member)))...};
+  });
+}
+
 /// `map` as `Attributes`: absent keys keep their defaults; an unknown key, or a value of the
 /// wrong type, is an `invalid_argument` naming `op`, the key and what is accepted.
 template <class Attributes>
@@ -157,14 +168,15 @@ Attributes to_attributes(std::string_view op, const attribute_map& map) {
                                                          std::string(type_name(it->second)));
   });
   if (matched == map.size()) return attrs;
-  std::string accepted;
-  for (const auto& a : describe_attributes<Attributes>()) accepted += (accepted.empty() ? "" : ", ") + std::string(a.name);
+  constexpr auto names = attribute_names<Attributes>();
   for (const auto& [key, value] : map) {
     bool known = false;
-    for (const auto& a : describe_attributes<Attributes>()) known = known || a.name == key;
-    if (!known)
-      throw spmd_error(error_kind::invalid_argument, std::string(op) + ": unknown attribute '" + key + "'; " +
-                                                         (accepted.empty() ? "it accepts none" : "accepted: " + accepted));
+    for (const std::string_view name : names) known = known || name == key;
+    if (known) continue;
+    std::string accepted;
+    for (const std::string_view name : names) (accepted += accepted.empty() ? "" : ", ") += name;
+    throw spmd_error(error_kind::invalid_argument, std::string(op) + ": unknown attribute '" + key + "'; " +
+                                                       (accepted.empty() ? "it accepts none" : "accepted: " + accepted));
   }
   return attrs;
 }

@@ -1,0 +1,744 @@
+// libFuzzer target over ctspmd-infer's request handling and the runtime by-name API.
+//
+// Each input is used three ways:
+//  (a) as JSON text: `ctspmd_infer::handle` on the whole input, then on each of its
+//      '\n'-separated lines. Every response must be one line of valid JSON, either
+//      {"error": {"kind", "message"}} or {"inputs": [...], "outputs": [...]} whose attributes
+//      fit the request (one per operand, of the operand's rank, on the request's mesh).
+//  (b) as bytes decoded into a runtime call: an operator name (from `runtime::rule_table`,
+//      sometimes a random one), a mesh, operand shapes, dims mappings, partial dims and an
+//      attribute map (keys and types from the rule's `attributes()`, plus wrong types and
+//      random keys). The dist_tensor_specs are built with their public constructors. Only
+//      `spmd_error` may escape; a success must satisfy the invariants of `check_info` and
+//      be the same when the call is repeated.
+//  (c) the call of (b) written as a JSON request for `handle`: it must fail when the
+//      direct call fails (with the same error kind) and otherwise give the same attributes.
+// Any violation calls abort(), so libFuzzer records it as a crash.
+
+#include "handler.hpp"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using ctspmd_infer::json;
+namespace rt = ctspmd::runtime;
+
+/// The runtime call being checked, as a request-like JSON line (printed by `fail`).
+std::string current_call;
+
+[[noreturn]] void fail(std::string_view what, std::string_view detail) {
+  std::fprintf(stderr, "ctspmd_fuzz_infer: %.*s\n  %.*s\n", static_cast<int>(what.size()), what.data(),
+               static_cast<int>(detail.size()), detail.data());
+  if (!current_call.empty()) std::fprintf(stderr, "  runtime call: %s\n", current_call.c_str());
+  std::abort();
+}
+
+// ---------------------------------------------------------------------------------------
+// (a) The JSON response checker.
+
+bool is_kind(const json& k) {
+  if (!k.is_string()) return false;
+  const auto& s = k.get_ref<const std::string&>();
+  return s == "invalid_argument" || s == "unimplemented" || s == "precondition_not_met" || s == "not_found" ||
+         s == "already_exists";
+}
+
+/// One ATTR of a success response: {"dims_mapping": [...], "partial": [...], "partial_reduce": [...]},
+/// of `rank` dims (unless -1) on a mesh of `mesh_ndim` dims.
+void check_attr_json(const json& a, std::int64_t rank, std::int64_t mesh_ndim, std::string_view line) {
+  if (!a.is_object() || a.size() != 3 || !a.contains("dims_mapping") || !a.contains("partial") ||
+      !a.contains("partial_reduce"))
+    fail("a response attribute is not {dims_mapping, partial, partial_reduce}", line);
+  const json& dm = a.at("dims_mapping");
+  const json& partial = a.at("partial");
+  const json& reduce = a.at("partial_reduce");
+  if (!dm.is_array() || !partial.is_array() || !reduce.is_array() || partial.size() != reduce.size())
+    fail("a response attribute has malformed lists", line);
+  if (rank >= 0 && static_cast<std::int64_t>(dm.size()) != rank) fail("a response dims mapping has the wrong rank", line);
+  std::vector<std::int64_t> used;
+  for (const auto& d : dm) {
+    if (!d.is_number_integer()) fail("a response dims mapping entry is not an integer", line);
+    const auto m = d.get<std::int64_t>();
+    if (m < -1 || m >= mesh_ndim) fail("a response dims mapping entry is not -1 or a mesh dim", line);
+    if (m != -1) {
+      for (auto u : used)
+        if (u == m) fail("a response dims mapping uses a mesh dim twice", line);
+      used.push_back(m);
+    }
+  }
+  std::int64_t previous = -1;
+  for (const auto& p : partial) {
+    if (!p.is_number_integer()) fail("a response partial dim is not an integer", line);
+    const auto m = p.get<std::int64_t>();
+    if (m < 0 || m >= mesh_ndim || m <= previous) fail("response partial dims are not ascending mesh dims", line);
+    for (auto u : used)
+      if (u == m) fail("a response mesh dim is both sharding and partial", line);
+    previous = m;
+  }
+  for (const auto& r : reduce) {
+    ctspmd::reduce_type t{};
+    if (!r.is_string() || !rt::parse_reduce_type(r.get<std::string>(), t)) fail("a response reduce type is unknown", line);
+  }
+}
+
+/// The ranks of the operands `request[key]` (the request was accepted, so they are well formed).
+std::vector<std::int64_t> ranks_of(const json& request, const char* key) {
+  std::vector<std::int64_t> out;
+  for (const auto& o : request.at(key)) out.push_back(static_cast<std::int64_t>(o.at("shape").size()));
+  return out;
+}
+
+/// Checks `r`, the response to `line`; returns it parsed.
+json check_response(std::string_view line, const ctspmd_infer::response& r) {
+  if (r.line.find('\n') != std::string::npos) fail("a response spans several lines", r.line);
+  const json response = json::parse(r.line, nullptr, /*allow_exceptions=*/false);
+  if (response.is_discarded() || !response.is_object()) fail("a response is not a JSON object", r.line);
+  if (response.contains("error")) {
+    const json& e = response.at("error");
+    if (r.ok || response.size() != 1 || !e.is_object() || e.size() != 2 || !e.contains("kind") ||
+        !e.contains("message") || !is_kind(e.at("kind")) || !e.at("message").is_string())
+      fail("a malformed error response", r.line);
+    const auto& message = e.at("message").get_ref<const std::string&>();
+    if (message.empty()) fail("an error response without a message", r.line);
+    // nlohmann's own exceptions mean the handler read a value it had not validated.
+    if (message.rfind("[json.exception", 0) == 0) fail("a request reached an unchecked JSON access", r.line);
+    return response;
+  }
+  if (!r.ok || response.size() != 2 || !response.contains("inputs") || !response.contains("outputs") ||
+      !response.at("inputs").is_array() || !response.at("outputs").is_array())
+    fail("a malformed success response", r.line);
+
+  // The request was accepted, so it is a well-formed request object.
+  const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded() || !request.is_object()) fail("a success response to a request that is not JSON", line);
+  const auto mesh_ndim = static_cast<std::int64_t>(request.at("mesh").size());
+  const bool backward = request.contains("direction") && request.at("direction") == "backward";
+  const auto in_ranks = ranks_of(request, "inputs");
+  const json& inputs = response.at("inputs");
+  const json& outputs = response.at("outputs");
+  if (inputs.size() != in_ranks.size()) fail("a response has not one attribute per input", r.line);
+  for (std::size_t i = 0; i < inputs.size(); ++i) check_attr_json(inputs[i], in_ranks[i], mesh_ndim, r.line);
+  if (!backward && outputs.empty()) fail("a forward success response without outputs", r.line);
+  std::vector<std::int64_t> out_ranks;
+  if (backward) {
+    out_ranks = ranks_of(request, "outputs");
+    if (outputs.size() != out_ranks.size()) fail("a backward response has not one attribute per output", r.line);
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    check_attr_json(outputs[i], backward ? out_ranks[i] : -1, mesh_ndim, r.line);
+  return response;
+}
+
+void fuzz_json(std::string_view text) {
+  check_response(text, ctspmd_infer::handle(text));
+  if (text.find('\n') == std::string_view::npos) return;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line = text.substr(start, end - start);
+    check_response(line, ctspmd_infer::handle(line));
+    start = end + 1;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// (b) The structured driver of the runtime API.
+
+/// Table entries grouped by rule (the same forward function), so that every rule, not
+/// mostly the many elementwise names, is picked often.
+const std::vector<std::vector<const rt::rule_entry*>>& rule_groups() {
+  static const auto groups = [] {
+    std::vector<std::vector<const rt::rule_entry*>> out;
+    for (const auto& e : rt::rule_table) {
+      bool placed = false;
+      for (auto& g : out)
+        if (g.front()->forward == e.forward) {
+          g.push_back(&e);
+          placed = true;
+          break;
+        }
+      if (!placed) out.push_back({&e});
+    }
+    return out;
+  }();
+  return groups;
+}
+
+constexpr std::int64_t int_max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t int_min = std::numeric_limits<std::int64_t>::min();
+
+// FuzzedDataProvider gives the lowest value of a range once the data is used up, so the
+// common choice is always the lowest one and a rare choice the highest: a short input then
+// decodes to a plausible call, not to a pile of edge cases.
+
+/// True once in `n` (never when the data is used up).
+bool rare(FuzzedDataProvider& fdp, int n) { return fdp.ConsumeIntegralInRange<int>(0, n - 1) == n - 1; }
+
+/// An element of `table`, most often the first ones.
+template <class T, std::size_t N>
+T pick(FuzzedDataProvider& fdp, const T (&table)[N]) {
+  return table[fdp.ConsumeIntegralInRange<std::size_t>(0, N - 1)];
+}
+
+/// An integer that is sometimes extreme.
+std::int64_t interesting_int(FuzzedDataProvider& fdp) {
+  static constexpr std::int64_t extremes[] = {int_min,     int_min + 1, -int_max / 2, -(std::int64_t{1} << 32),
+                                              -65536,      -257,        -100,         -17,
+                                              -10,         -9,          127,          128,
+                                              255,         256,         65536,        std::int64_t{1} << 31,
+                                              std::int64_t{1} << 32,     std::int64_t{1} << 62, int_max / 2,
+                                              int_max - 1, int_max};
+  switch (fdp.ConsumeIntegralInRange<int>(0, 7)) {
+    case 6: return pick(fdp, extremes);
+    case 7: return fdp.ConsumeIntegral<std::int64_t>();
+    default: return fdp.ConsumeIntegralInRange<std::int64_t>(-4, 12);
+  }
+}
+
+/// A tensor size: mostly small, sometimes unknown (-1), zero, invalid or huge.
+std::int64_t tensor_size(FuzzedDataProvider& fdp) {
+  static constexpr std::int64_t sizes[] = {4, 2, 8, 1, 3, 6, 12, 16, 32, 48, 64, -1, 0, 5, 7, 24};
+  if (rare(fdp, 16)) return interesting_int(fdp);
+  return pick(fdp, sizes);
+}
+
+/// An operand as decoded: raw values, validated only by the constructors.
+struct raw_operand {
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> mapping;
+  bool has_mapping = true;                                       // false: absent in JSON, all -1 directly
+  std::vector<std::pair<std::int64_t, ctspmd::reduce_type>> partial;
+  bool explicit_reduce = true;                                   // JSON: write "partial_reduce"
+  std::optional<std::vector<std::int64_t>> other_mesh;           // on another mesh (not expressible in JSON)
+};
+
+struct raw_call {
+  std::string op;
+  bool forward = true;
+  std::vector<std::int64_t> mesh;
+  std::vector<raw_operand> inputs, outputs;
+  rt::attribute_map attrs;
+};
+
+ctspmd::tensor_shape to_shape(const std::vector<std::int64_t>& v) { return ctspmd::tensor_shape(v); }
+
+ctspmd::dist_tensor_spec make_spec(const raw_operand& o, const ctspmd::process_mesh& mesh) {
+  const ctspmd::process_mesh own = o.other_mesh ? ctspmd::process_mesh(to_shape(*o.other_mesh)) : mesh;
+  const ctspmd::dims_mapping mapping =
+      o.has_mapping ? ctspmd::dims_mapping(o.mapping) : ctspmd::dims_mapping(o.shape.size(), -1);
+  ctspmd::tensor_dist_attr attr(own, mapping);
+  for (const auto& [m, type] : o.partial) attr.set_partial_status({m}, type);
+  return {to_shape(o.shape), attr};
+}
+
+std::vector<std::int64_t> decode_mesh(FuzzedDataProvider& fdp) {
+  static constexpr std::size_t ndims[] = {2, 1, 3, 0, 4};
+  const std::size_t ndim = rare(fdp, 32) ? ctspmd::max_mesh_ndim + 1 : pick(fdp, ndims);
+  std::vector<std::int64_t> mesh;
+  for (std::size_t i = 0; i < ndim; ++i) {
+    static constexpr std::int64_t sizes[] = {2, 3, 4, 1, 8};
+    mesh.push_back(rare(fdp, 32) ? interesting_int(fdp) : pick(fdp, sizes));
+  }
+  return mesh;
+}
+
+/// A shape, often derived from the previous operand's (so that operands fit together).
+std::vector<std::int64_t> decode_shape(FuzzedDataProvider& fdp, const std::vector<std::int64_t>* previous) {
+  const int how = previous != nullptr ? fdp.ConsumeIntegralInRange<int>(0, 7) : 0;
+  std::vector<std::int64_t> shape;
+  switch (how) {
+    case 1:
+    case 2: shape = *previous; break;  // the same
+    case 3:                             // one dim changed
+      shape = *previous;
+      if (!shape.empty()) shape[fdp.ConsumeIntegralInRange<std::size_t>(0, shape.size() - 1)] = tensor_size(fdp);
+      break;
+    case 4:  // a suffix (broadcasting)
+      shape = *previous;
+      if (!shape.empty()) shape.erase(shape.begin(), shape.begin() + fdp.ConsumeIntegralInRange<std::ptrdiff_t>(
+                                                                        0, static_cast<std::ptrdiff_t>(shape.size())));
+      break;
+    case 5:  // matmul's second operand: [k, n] after [m, k]
+      if (!previous->empty()) shape = {previous->back(), tensor_size(fdp)};
+      break;
+    case 6:  // the last dim only (scale, bias)
+      if (!previous->empty()) shape = {previous->back()};
+      break;
+    default: {
+      static constexpr std::size_t ranks[] = {2, 3, 1, 0, 4};
+      const std::size_t rank =
+          rare(fdp, 8) ? fdp.ConsumeIntegralInRange<std::size_t>(0, ctspmd::max_rank + 1) : pick(fdp, ranks);
+      for (std::size_t i = 0; i < rank; ++i) shape.push_back(tensor_size(fdp));
+    }
+  }
+  return shape;
+}
+
+/// A dims mapping for `shape` (valid unless `raw`), or none; then partial dims, sometimes
+/// another mesh. `hint`, when given, is a valid mapping to start from.
+void decode_layout(FuzzedDataProvider& fdp, raw_operand& o, std::size_t mesh_ndim, const ctspmd::tensor_dist_attr* hint) {
+  const auto ndim = static_cast<std::int64_t>(mesh_ndim);
+  const int mode = fdp.ConsumeIntegralInRange<int>(0, 15);
+  const bool raw = mode == 14;
+  std::vector<bool> used(mesh_ndim, false);
+  if (hint != nullptr && mode < 8) {  // the hint, as it is
+    o.mapping.assign(hint->dims_mapping().begin(), hint->dims_mapping().end());
+    for (auto m : o.mapping)
+      if (m >= 0 && m < ndim) used[static_cast<std::size_t>(m)] = true;
+    for (auto m : hint->partial_dims()) o.partial.emplace_back(m, hint->partial_reduce_type(m));
+    if (!fdp.ConsumeBool()) return;  // or with more partial dims below
+  } else if (mode == 15) {
+    o.has_mapping = false;
+  } else {
+    std::size_t length = o.shape.size();
+    if (raw && fdp.ConsumeBool()) length = fdp.ConsumeIntegralInRange<std::size_t>(0, ctspmd::max_rank + 1);
+    for (std::size_t i = 0; i < length; ++i) {
+      std::int64_t m = mesh_ndim == 0 ? -1 : fdp.ConsumeIntegralInRange<std::int64_t>(-1, ndim - 1);
+      if (raw) {
+        if (rare(fdp, 8)) m = interesting_int(fdp);  // anything goes
+      } else if (m >= 0 && used[static_cast<std::size_t>(m)]) {
+        m = -1;  // keep the mapping valid
+      }
+      if (m >= 0 && m < ndim) used[static_cast<std::size_t>(m)] = true;
+      o.mapping.push_back(m);
+    }
+  }
+  if (mesh_ndim > 0 && rare(fdp, 4)) {
+    o.explicit_reduce = !rare(fdp, 4);
+    for (std::size_t m = 0; m < mesh_ndim; ++m) {
+      if (!fdp.ConsumeBool() || (used[m] && !raw)) continue;
+      bool already = false;
+      for (const auto& p : o.partial) already = already || p.first == static_cast<std::int64_t>(m);
+      if (already && !raw) continue;
+      const auto type = o.explicit_reduce ? static_cast<ctspmd::reduce_type>(fdp.ConsumeIntegralInRange<int>(0, 6))
+                                          : ctspmd::reduce_type::sum;
+      o.partial.emplace_back(static_cast<std::int64_t>(m), type);
+    }
+    if (raw && fdp.ConsumeBool()) o.partial.emplace_back(interesting_int(fdp), ctspmd::reduce_type::sum);
+  }
+  if (!o.explicit_reduce)
+    for (const auto& p : o.partial) o.explicit_reduce = o.explicit_reduce || p.second != ctspmd::reduce_type::sum;
+  if (rare(fdp, 64)) o.other_mesh = decode_mesh(fdp);
+}
+
+raw_operand decode_operand(FuzzedDataProvider& fdp, std::size_t mesh_ndim, const std::vector<std::int64_t>* previous) {
+  raw_operand o;
+  o.shape = decode_shape(fdp, previous);
+  decode_layout(fdp, o, mesh_ndim, nullptr);
+  return o;
+}
+
+/// An einsum notation for operands of the given ranks: mostly well formed.
+std::string decode_notation(FuzzedDataProvider& fdp, const std::vector<raw_operand>& inputs) {
+  if (rare(fdp, 8)) return fdp.ConsumeRandomLengthString(24);
+  static constexpr char labels[] = "abcdefgh1A";
+  std::string s, all;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i) s += ',';
+    std::string mine;
+    for (std::size_t d = 0; d < inputs[i].shape.size(); ++d) {
+      char c = labels[fdp.ConsumeIntegralInRange<std::size_t>(0, sizeof labels - 2)];
+      if (c != '1' && mine.find(c) != std::string::npos) c = '1';
+      mine += c;
+    }
+    s += mine;
+    all += mine;
+  }
+  std::string out;
+  for (char c : all)
+    if (c != '1' && out.find(c) == std::string::npos && !fdp.ConsumeBool()) out += c;  // kept unless told otherwise
+  if (rare(fdp, 8)) out.insert(out.begin(), '1');
+  s += "->" + out;
+  if (rare(fdp, 16) && !s.empty())  // one character replaced
+    s[fdp.ConsumeIntegralInRange<std::size_t>(0, s.size() - 1)] = fdp.ConsumeIntegral<char>();
+  return s;
+}
+
+std::vector<std::int64_t> decode_int_list(FuzzedDataProvider& fdp, std::string_view name, const raw_call& call) {
+  const std::size_t rank = call.inputs.empty() ? 0 : call.inputs[0].shape.size();
+  std::vector<std::int64_t> list;
+  const int how = fdp.ConsumeIntegralInRange<int>(0, 7);
+  if (name == "perm" && how < 5) {  // a permutation of input 0's dims, sometimes damaged
+    for (std::size_t i = 0; i < rank; ++i) list.push_back(static_cast<std::int64_t>(i));
+    for (std::size_t i = list.size(); i > 1; --i) std::swap(list[i - 1], list[fdp.ConsumeIntegralInRange<std::size_t>(0, i - 1)]);
+    if (how == 4 && !list.empty()) list[fdp.ConsumeIntegralInRange<std::size_t>(0, list.size() - 1)] = interesting_int(fdp);
+    return list;
+  }
+  if (name == "shape" && how < 5 && !call.inputs.empty()) {  // a reshape target from x's sizes
+    for (auto s : call.inputs[0].shape) {
+      switch (fdp.ConsumeIntegralInRange<int>(0, 5)) {
+        case 1: list.push_back(0); break;
+        case 2: list.push_back(-1); break;
+        case 3:
+          if (!list.empty() && list.back() > 0 && s > 0 && list.back() <= int_max / s) list.back() *= s;  // merged
+          else list.push_back(s);
+          break;
+        case 4:  // split into two
+          if (s > 1 && s % 2 == 0) {
+            list.push_back(2);
+            list.push_back(s / 2);
+          } else {
+            list.push_back(s);
+          }
+          break;
+        default: list.push_back(s);
+      }
+    }
+    return list;
+  }
+  if (name == "sections" && how < 3 && !call.inputs.empty() && rank > 0) {  // parts of a size of x
+    const std::int64_t size = call.inputs[0].shape[fdp.ConsumeIntegralInRange<std::size_t>(0, rank - 1)];
+    std::int64_t left = size;
+    const std::size_t parts = fdp.ConsumeIntegralInRange<std::size_t>(1, 4);
+    for (std::size_t i = 0; i + 1 < parts && left > 0; ++i) {
+      const std::int64_t s = fdp.ConsumeIntegralInRange<std::int64_t>(0, left);
+      list.push_back(s);
+      left -= s;
+    }
+    list.push_back(how == 1 ? -1 : left);
+    return list;
+  }
+  static constexpr std::size_t lengths[] = {1, 2, 0, 3, 4};
+  const std::size_t length = how == 7 ? fdp.ConsumeIntegralInRange<std::size_t>(0, 20) : pick(fdp, lengths);
+  const auto r = static_cast<std::int64_t>(rank);
+  for (std::size_t i = 0; i < length; ++i)
+    list.push_back(rare(fdp, 2) ? interesting_int(fdp) : fdp.ConsumeIntegralInRange<std::int64_t>(-r - 1, r + 4));
+  return list;
+}
+
+/// A value of the variant alternative `type` (an attribute's index).
+rt::attribute decode_value(FuzzedDataProvider& fdp, std::size_t type, std::string_view name, const raw_call& call) {
+  switch (type) {
+    case 0: return fdp.ConsumeBool();
+    case 1: {
+      if (name == "num" && !rare(fdp, 4)) return fdp.ConsumeIntegralInRange<std::int64_t>(1, 4);
+      if (name.find("axis") != std::string_view::npos && !rare(fdp, 4) && !call.inputs.empty()) {
+        const auto r = static_cast<std::int64_t>(call.inputs[0].shape.size());
+        return fdp.ConsumeIntegralInRange<std::int64_t>(-r - 1, r);
+      }
+      return interesting_int(fdp);
+    }
+    case 2: {
+      static constexpr double values[] = {1e-5, 0.0, -1.0, 0.5, 1e300, -0.0, 3.0};
+      switch (fdp.ConsumeIntegralInRange<int>(0, 7)) {
+        case 5: return std::numeric_limits<double>::quiet_NaN();
+        case 6: return std::numeric_limits<double>::infinity();
+        case 7: return fdp.ConsumeFloatingPoint<double>();
+        default: return pick(fdp, values);
+      }
+    }
+    case 3: {
+      if (name == "notation") return decode_notation(fdp, call.inputs);
+      if (name == "reduce" && !rare(fdp, 8))
+        return std::string(ctspmd::to_string(static_cast<ctspmd::reduce_type>(fdp.ConsumeIntegralInRange<int>(0, 6))));
+      return fdp.ConsumeRandomLengthString(12);
+    }
+    default: return decode_int_list(fdp, name, call);
+  }
+}
+
+void decode_attrs(FuzzedDataProvider& fdp, const rt::rule_entry* entry, raw_call& call) {
+  const auto described = entry != nullptr ? entry->attributes() : std::vector<rt::attribute_info>{};
+  const std::size_t count = fdp.ConsumeIntegralInRange<std::size_t>(0, described.empty() ? 1 : described.size() + 1);
+  for (std::size_t i = 0; i < count; ++i) {
+    const int how = fdp.ConsumeIntegralInRange<int>(0, 15);
+    std::string key;
+    std::size_t type = 0;
+    if (how < 13 && !described.empty()) {
+      const auto& a = described[fdp.ConsumeIntegralInRange<std::size_t>(0, described.size() - 1)];
+      key = std::string(a.name);
+      type = how < 12 ? a.default_value.index() : fdp.ConsumeIntegralInRange<std::size_t>(0, 4);  // the right type, or any
+    } else {
+      key = how == 13 && !described.empty() ? std::string(described.front().name) + "_" : fdp.ConsumeRandomLengthString(10);
+      type = fdp.ConsumeIntegralInRange<std::size_t>(0, 4);
+    }
+    call.attrs[key] = decode_value(fdp, type, key, call);
+  }
+}
+
+/// How many inputs and outputs the rule of `op` takes (a guess for the n-ary ones).
+std::pair<std::size_t, std::size_t> usual_counts(FuzzedDataProvider& fdp, std::string_view op) {
+  const auto* e = rt::find_rule(op);
+  if (e == nullptr) return {1, 1};
+  auto is = [&](std::string_view name) { return e->forward == rt::rule(name).forward; };
+  if (is("matmul") || is("embedding")) return {2, 1};
+  if (is("layer_norm")) return {3, 3};
+  if (is("cross_entropy_with_softmax")) return {2, 2};
+  if (is("add") || is("concat") || is("einsum") || is("replicated")) return {fdp.ConsumeIntegralInRange<std::size_t>(1, 3), 1};
+  return {1, 1};
+}
+
+/// The number of operands: usually `usual`.
+std::size_t decode_count(FuzzedDataProvider& fdp, std::size_t usual) {
+  switch (fdp.ConsumeIntegralInRange<int>(0, 15)) {
+    case 13:
+    case 14: return fdp.ConsumeIntegralInRange<std::size_t>(0, 3);
+    case 15: return fdp.ConsumeIntegralInRange<std::size_t>(0, ctspmd::max_operands + 1);
+    default: return usual;
+  }
+}
+
+/// Backward outputs: mostly what forward infers from the inputs (its outputs' ranks and
+/// mappings, with unknown (-1) or input-like sizes), else decoded like the inputs.
+void decode_outputs(FuzzedDataProvider& fdp, raw_call& call, std::size_t usual) {
+  const std::size_t mesh_ndim = call.mesh.size();
+  std::optional<ctspmd::spmd_info> forward;
+  if (!rare(fdp, 4)) {
+    try {
+      const ctspmd::process_mesh mesh(to_shape(call.mesh));
+      std::vector<ctspmd::dist_tensor_spec> in;
+      for (const auto& o : call.inputs) in.push_back(make_spec(o, mesh));
+      forward = rt::infer_forward(call.op, in, call.attrs);
+    } catch (const ctspmd::spmd_error&) {
+    }
+  }
+  if (forward) {
+    const std::size_t n_out = rare(fdp, 16) ? decode_count(fdp, forward->outputs.size()) : forward->outputs.size();
+    for (std::size_t i = 0; i < n_out; ++i) {
+      const ctspmd::tensor_dist_attr* hint = i < forward->outputs.size() ? &forward->outputs[i] : nullptr;
+      raw_operand o;
+      const std::size_t rank = hint != nullptr ? hint->dims_mapping().size() : 1;
+      const auto& x = call.inputs.empty() ? std::vector<std::int64_t>{} : call.inputs.front().shape;
+      switch (fdp.ConsumeIntegralInRange<int>(0, 3)) {
+        case 0: o.shape.assign(rank, -1); break;  // sizes unknown: accepted by every size check
+        case 1:                                     // input 0's sizes where it has the dim
+          for (std::size_t d = 0; d < rank; ++d) o.shape.push_back(d < x.size() ? x[d] : tensor_size(fdp));
+          break;
+        case 2:  // input 0's trailing sizes (what a reduction or a matmul keeps, often)
+          for (std::size_t d = 0; d < rank; ++d) o.shape.push_back(d + x.size() >= rank ? x[d + x.size() - rank] : tensor_size(fdp));
+          break;
+        default:
+          for (std::size_t d = 0; d < rank; ++d) o.shape.push_back(tensor_size(fdp));
+      }
+      decode_layout(fdp, o, mesh_ndim, hint);
+      call.outputs.push_back(std::move(o));
+    }
+    return;
+  }
+  const std::size_t n_out = decode_count(fdp, usual);
+  for (std::size_t i = 0; i < n_out; ++i) {
+    const std::vector<std::int64_t>* previous =
+        i ? &call.outputs.back().shape : !call.inputs.empty() ? &call.inputs.front().shape : nullptr;
+    call.outputs.push_back(decode_operand(fdp, mesh_ndim, previous));
+  }
+}
+
+raw_call decode_call(FuzzedDataProvider& fdp) {
+  raw_call call;
+  const rt::rule_entry* entry = nullptr;
+  switch (fdp.ConsumeIntegralInRange<int>(0, 15)) {
+    case 15: call.op = fdp.ConsumeRandomLengthString(16); break;
+    case 14: entry = &rt::rule_table[fdp.ConsumeIntegralInRange<std::size_t>(0, rt::rule_table.size() - 1)]; break;
+    default: {
+      const auto& groups = rule_groups();
+      const auto& g = groups[fdp.ConsumeIntegralInRange<std::size_t>(0, groups.size() - 1)];
+      entry = g[fdp.ConsumeIntegralInRange<std::size_t>(0, g.size() - 1)];
+    }
+  }
+  if (entry != nullptr) call.op = std::string(entry->name);
+  call.forward = !fdp.ConsumeBool();
+  call.mesh = decode_mesh(fdp);
+  const auto [usual_in, usual_out] = usual_counts(fdp, call.op);
+  const std::size_t n_in = decode_count(fdp, usual_in);
+  for (std::size_t i = 0; i < n_in; ++i)
+    call.inputs.push_back(decode_operand(fdp, call.mesh.size(), i ? &call.inputs.back().shape : nullptr));
+  decode_attrs(fdp, entry, call);
+  if (!call.forward) decode_outputs(fdp, call, usual_out);
+  return call;
+}
+
+/// Invariants of a successful call's result.
+void check_info(const ctspmd::spmd_info& info, const ctspmd::process_mesh& mesh, std::span<const ctspmd::dist_tensor_spec> in,
+                std::span<const ctspmd::dist_tensor_spec> out, bool forward) {
+  auto check_attr = [&](const ctspmd::tensor_dist_attr& a, std::int64_t rank) {
+    if (!(a.process_mesh() == mesh)) fail("a result attribute is on another mesh", "");
+    if (rank >= 0 && static_cast<std::int64_t>(a.dims_mapping().size()) != rank)
+      fail("a result dims mapping has the wrong rank", "");
+    if (!ctspmd::tensor_dist_attr::check(mesh, a.dims_mapping())) fail("a result dims mapping is invalid", "");
+    for (auto m : a.partial_dims()) {
+      if (m < 0 || m >= mesh.ndim()) fail("a result partial dim is not a mesh dim", "");
+      for (auto d : a.dims_mapping())
+        if (d == m) fail("a result mesh dim is both sharding and partial", "");
+      (void)a.partial_reduce_type(m);
+    }
+  };
+  if (info.inputs.size() != in.size()) fail("a result has not one attribute per input", "");
+  for (std::size_t i = 0; i < in.size(); ++i) check_attr(info.inputs[i], in[i].ndim());
+  if (forward && info.outputs.empty()) fail("a forward result without outputs", "");
+  if (!forward && info.outputs.size() != out.size()) fail("a backward result has not one attribute per output", "");
+  for (std::size_t i = 0; i < info.outputs.size(); ++i) check_attr(info.outputs[i], forward ? -1 : out[i].ndim());
+}
+
+struct direct_outcome {
+  std::optional<ctspmd::spmd_info> info;
+  ctspmd::error_kind kind{};
+  std::string message;
+  bool from_rule = false;  // the error came from the call, not from building its operands
+};
+
+json operand_json(const raw_operand& o) {
+  json j = {{"shape", o.shape}};
+  if (o.has_mapping) j["dims_mapping"] = o.mapping;
+  if (!o.partial.empty()) {
+    json dims = json::array(), reduce = json::array();
+    for (const auto& [m, type] : o.partial) {
+      dims.push_back(m);
+      reduce.push_back(ctspmd::to_string(type));
+    }
+    j["partial"] = dims;
+    if (o.explicit_reduce) j["partial_reduce"] = reduce;
+  }
+  if (o.other_mesh) j["other_mesh"] = *o.other_mesh;  // not a request field: the operand's own mesh
+  return j;
+}
+
+/// The call as a request-like JSON object (exact except for non-finite floats).
+json describe(const raw_call& call) {
+  json j = {{"op", call.op}, {"direction", call.forward ? "forward" : "backward"}, {"mesh", call.mesh}};
+  j["inputs"] = json::array();
+  for (const auto& o : call.inputs) j["inputs"].push_back(operand_json(o));
+  if (!call.forward) {
+    j["outputs"] = json::array();
+    for (const auto& o : call.outputs) j["outputs"].push_back(operand_json(o));
+  }
+  j["attrs"] = json::object();
+  for (const auto& entry : call.attrs) std::visit([&](const auto& v) { j["attrs"][entry.first] = v; }, entry.second);
+  return j;
+}
+
+direct_outcome call_direct(const raw_call& call) {
+  current_call = ctspmd_infer::dump(describe(call));
+  direct_outcome r;
+  try {
+    const ctspmd::process_mesh mesh(to_shape(call.mesh));
+    std::vector<ctspmd::dist_tensor_spec> in, out;
+    for (const auto& o : call.inputs) in.push_back(make_spec(o, mesh));
+    for (const auto& o : call.outputs) out.push_back(make_spec(o, mesh));
+    auto run = [&] {
+      return call.forward ? rt::infer_forward(call.op, in, call.attrs) : rt::infer_backward(call.op, in, out, call.attrs);
+    };
+    r.from_rule = true;
+    r.info = run();
+    // A rule checks that all operands share the first one's mesh, and answers on it.
+    const auto& first = !in.empty() ? in.front().process_mesh() : !out.empty() ? out.front().process_mesh() : mesh;
+    check_info(*r.info, first, in, out, call.forward);
+    if (!(run() == *r.info)) fail("a repeated call gives another result", call.op);
+  } catch (const ctspmd::spmd_error& e) {
+    r.info.reset();
+    r.kind = e.kind();
+    r.message = e.what();
+    if (r.message.empty()) fail("an spmd_error without a message", call.op);
+  } catch (const std::exception& e) {
+    fail("an exception other than spmd_error escaped the runtime API", e.what());
+  } catch (...) {
+    fail("a non-std exception escaped the runtime API", call.op);
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// (c) The same call through the JSON tool.
+
+bool is_ascii(std::string_view s) {
+  for (char c : s)
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+  return true;
+}
+
+/// The call as a request line, or nothing when JSON cannot express it exactly.
+std::optional<std::string> to_request(const raw_call& call, FuzzedDataProvider& fdp) {
+  if (!is_ascii(call.op)) return std::nullopt;
+  json request = json::object();
+  request["op"] = call.op;
+  if (!call.forward || fdp.ConsumeBool()) request["direction"] = call.forward ? "forward" : "backward";
+  request["mesh"] = call.mesh;
+  auto operands = [&](const std::vector<raw_operand>& list) -> std::optional<json> {
+    json out = json::array();
+    for (const auto& o : list) {
+      if (o.other_mesh) return std::nullopt;
+      out.push_back(operand_json(o));
+    }
+    return out;
+  };
+  const auto inputs = operands(call.inputs);
+  if (!inputs) return std::nullopt;
+  request["inputs"] = *inputs;
+  if (!call.forward) {
+    const auto outputs = operands(call.outputs);
+    if (!outputs) return std::nullopt;
+    request["outputs"] = *outputs;
+  }
+  if (!call.attrs.empty() || fdp.ConsumeBool()) {
+    json attrs = json::object();
+    for (const auto& entry : call.attrs) {
+      const std::string& key = entry.first;  // (Clang 14's lambdas cannot capture structured bindings)
+      if (!is_ascii(key)) return std::nullopt;
+      const bool ok = std::visit(
+          [&](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, double>) {
+              if (!std::isfinite(v)) return false;  // JSON has no NaN or infinity
+            } else if constexpr (std::is_same_v<T, std::string>) {
+              if (!is_ascii(v)) return false;  // the tool replaces bytes that are not UTF-8
+            }
+            attrs[key] = v;
+            return true;
+          },
+          entry.second);
+      if (!ok) return std::nullopt;
+    }
+    request["attrs"] = attrs;
+  }
+  return request.dump();
+}
+
+void compare_with_tool(const raw_call& call, const direct_outcome& direct, FuzzedDataProvider& fdp) {
+  const auto line = to_request(call, fdp);
+  if (!line) return;
+  const auto r = ctspmd_infer::handle(*line);
+  const json response = check_response(*line, r);
+  if (!direct.info) {
+    if (r.ok) fail("the tool accepts a call the runtime API rejects: " + direct.message, *line);
+    // The tool checks the operand counts first, before the operator's name.
+    if (call.inputs.size() > ctspmd::max_operands || call.outputs.size() > ctspmd::max_operands) return;
+    if (response.at("error").at("kind") != ctspmd::to_string(direct.kind))
+      fail("the tool and the runtime API report different error kinds: " + direct.message + " / " + r.line, *line);
+    // The tool passes the call's message on, prefixed with the operand's name where one is at
+    // fault. (Reading the operands, it has messages of its own, for capacities for instance.)
+    const auto& message = response.at("error").at("message").get_ref<const std::string&>();
+    if (direct.from_rule && message != direct.message && !message.ends_with(": " + direct.message))
+      fail("the tool and the runtime API report different messages: " + direct.message + " / " + r.line, *line);
+    return;
+  }
+  if (!r.ok) fail("the tool rejects a call the runtime API accepts", *line + "\n  " + r.line);
+  const json expected = {{"inputs", ctspmd_infer::to_json(direct.info->inputs)},
+                         {"outputs", ctspmd_infer::to_json(direct.info->outputs)}};
+  if (response != expected) fail("the tool and the runtime API give different results", *line + "\n  " + r.line);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  current_call.clear();
+  fuzz_json(text);
+
+  FuzzedDataProvider fdp(data, size);
+  const raw_call call = decode_call(fdp);
+  const direct_outcome direct = call_direct(call);
+  compare_with_tool(call, direct, fdp);
+  return 0;
+}
