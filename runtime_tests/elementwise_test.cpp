@@ -21,14 +21,7 @@ const process_mesh mesh3({2, 2, 2});
 dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
 dist_tensor_spec spec3(tensor_shape shape, dims_mapping dm) { return {shape, {mesh3, dm}}; }
 dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({partial_dim});
-  return {shape, a};
-}
-// A mesh of 1, 2 or 3 dims.
-process_mesh random_mesh(ctspmd_test::rng& r) {
-  const auto ndim = r.uniform(1, 3);
-  return process_mesh(ndim == 1 ? tensor_shape{4} : ndim == 2 ? tensor_shape{2, 3} : tensor_shape{2, 2, 2});
+  return ctspmd_test::partial_spec_on(mesh, shape, dm, partial_dim);
 }
 }  // namespace
 
@@ -139,7 +132,7 @@ TEST_CASE("elementwise forward -> backward round trip") {
   int checked = 0;
   constexpr int cases = 600;
   for (int n = 0; n < cases; ++n) {
-    const process_mesh m = random_mesh(r);
+    const process_mesh m = ctspmd_test::random_mesh(r);
     const auto rank = static_cast<std::size_t>(r.uniform(1, 4));
     tensor_shape full;
     for (std::size_t d = 0; d < rank; ++d) full.push_back(2 * r.uniform(2, 4));

@@ -24,11 +24,6 @@ dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t 
   a.set_batch_dim(1);
   return {shape, a};
 }
-// A mesh of 1, 2 or 3 dims.
-process_mesh random_mesh(ctspmd_test::rng& r) {
-  const auto ndim = r.uniform(1, 3);
-  return process_mesh(ndim == 1 ? tensor_shape{4} : ndim == 2 ? tensor_shape{2, 3} : tensor_shape{2, 2, 2});
-}
 }  // namespace
 
 TEST_CASE("replicated forward") {
@@ -75,7 +70,7 @@ TEST_CASE("replicated forward -> backward round trip") {
   int checked = 0;
   constexpr int cases = 300;
   for (int n = 0; n < cases; ++n) {
-    const process_mesh m = random_mesh(r);
+    const process_mesh m = ctspmd_test::random_mesh(r);
     std::vector<dist_tensor_spec> in;
     const auto count = r.uniform(1, 3);
     for (std::int64_t i = 0; i < count; ++i) {

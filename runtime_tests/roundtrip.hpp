@@ -47,6 +47,22 @@ inline ctspmd::dims_mapping random_dims_mapping(rng& r, std::size_t rank, std::i
   return dm;
 }
 
+/// One of three meshes, of 1, 2 and 3 dims: [4], [2, 3] or [2, 2, 2].
+inline ctspmd::process_mesh random_mesh(rng& r) {
+  const auto ndim = r.uniform(1, 3);
+  return ctspmd::process_mesh(ndim == 1   ? ctspmd::tensor_shape{4}
+                              : ndim == 2 ? ctspmd::tensor_shape{2, 3}
+                                          : ctspmd::tensor_shape{2, 2, 2});
+}
+
+/// A spec of `shape` on `mesh` with mapping `dm`, partial (sum) on `partial_dim`.
+inline ctspmd::dist_tensor_spec partial_spec_on(const ctspmd::process_mesh& mesh, const ctspmd::tensor_shape& shape,
+                                                const ctspmd::dims_mapping& dm, std::int64_t partial_dim) {
+  ctspmd::tensor_dist_attr a(mesh, dm);
+  a.set_partial_status({partial_dim});
+  return {shape, a};
+}
+
 /// Operand specs with `shapes` and the dims mappings of `attrs` (same order).
 inline std::vector<ctspmd::dist_tensor_spec> with_attrs(std::span<const ctspmd::tensor_shape> shapes,
                                                         const ctspmd::dist_attrs& attrs) {

@@ -19,14 +19,7 @@ namespace {
 const process_mesh mesh({2, 3});
 dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
 dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({partial_dim});
-  return {shape, a};
-}
-// A mesh of 1, 2 or 3 dims.
-process_mesh random_mesh(ctspmd_test::rng& r) {
-  const auto ndim = r.uniform(1, 3);
-  return process_mesh(ndim == 1 ? tensor_shape{4} : ndim == 2 ? tensor_shape{2, 3} : tensor_shape{2, 2, 2});
+  return ctspmd_test::partial_spec_on(mesh, shape, dm, partial_dim);
 }
 }  // namespace
 
@@ -88,7 +81,7 @@ TEST_CASE("softmax forward -> backward round trip") {
   int checked = 0;
   constexpr int cases = 400;
   for (int n = 0; n < cases; ++n) {
-    const process_mesh m = random_mesh(r);
+    const process_mesh m = ctspmd_test::random_mesh(r);
     const auto rank = r.uniform(1, 4);
     const rules::softmax_attributes attrs{.axis = r.uniform(-rank, rank - 1)};
     const tensor_shape shape(static_cast<std::size_t>(rank), 8);
