@@ -1,4 +1,4 @@
-// expect: malformed einsum notation
+// expect: malformed_einsum_notation
 // A malformed einsum notation ("-." where "->" was meant) does not compile.
 #include <ctspmd/rules/einsum.hpp>
 

@@ -103,18 +103,22 @@ constexpr status einsum_backward(spmd_info& info, const einsum_notation& n, spec
   return {};
 }
 
-/// The parsed `Notation`, or a compile error: the failing check's message, and the
-/// position of the bad character as the second argument of `malformed_einsum_notation`.
+/// Reached only for a malformed notation during compilation: the diagnostic shows the
+/// notation and the 0-based position of the bad character as this function's template
+/// arguments (Clang: the position as its first argument), then the parser's message. (A
+/// function rather than a failing static_assert, after which Clang drops the message.)
 template <fixed_string Notation, std::int64_t Position>
-struct malformed_einsum_notation {
-  static_assert(Position < 0, "malformed einsum notation: the bad character is at the 0-based position given as "
-                              "this template's second argument (the message follows)");
-};
+constexpr void malformed_einsum_notation(std::int64_t position, const error_info& e) {
+  (void)position;
+  raise(e);
+}
+/// The parsed `Notation`, or a compile error (see `malformed_einsum_notation`).
 template <fixed_string Notation>
 constexpr einsum_notation parse_or_fail() {
   constexpr auto parsed = try_parse_einsum(Notation.view());
-  if constexpr (!parsed.ok()) (void)malformed_einsum_notation<Notation, parsed.error().values[0]>{};
-  return parsed.value();
+  if constexpr (!parsed.ok())
+    malformed_einsum_notation<Notation, parsed.error().values[0]>(parsed.error().values[0], parsed.error());
+  return *parsed;
 }
 
 }  // namespace detail
