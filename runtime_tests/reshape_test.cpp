@@ -248,7 +248,7 @@ generated generate(ctspmd_test::rng& r) {
   return g;
 }
 
-process_mesh random_mesh(ctspmd_test::rng& r) {
+process_mesh random_sized_mesh(ctspmd_test::rng& r) {
   tensor_shape shape;
   const auto ndim = r.uniform(1, 3);
   for (std::int64_t i = 0; i < ndim; ++i) shape.push_back(r.uniform(1, 4));
@@ -290,7 +290,7 @@ TEST_CASE("reshape forward -> backward round trip") {
   int sharded_out = 0;
   for (int n = 0; n < 1000; ++n) {
     const auto g = generate(r);
-    const process_mesh m = random_mesh(r);
+    const process_mesh m = random_sized_mesh(r);
     const dist_tensor_spec x(g.source, {m, ctspmd_test::random_dims_mapping(r, g.source.size(), m.ndim())});
     const rules::reshape_attributes attrs{g.attr};
     const auto target = reshape::try_infer_target_shape(g.source, g.attr);
