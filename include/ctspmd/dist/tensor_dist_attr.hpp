@@ -26,6 +26,8 @@ class tensor_dist_attr {
   /// `emplace_back()`, of a class with a defaulted constructor first zero-fills the whole
   /// object, which GCC 12 does with a slow `rep stos`, before the members' own initialisers.)
   constexpr tensor_dist_attr() noexcept {}
+  /// An empty dims mapping (a rank-0 tensor, or one whose mapping is appended) on `mesh`.
+  constexpr explicit tensor_dist_attr(const process_mesh& mesh) noexcept : mesh_(mesh) {}
   /// `mapping` on `mesh`; no partial status.
   constexpr tensor_dist_attr(const process_mesh& mesh, const ctspmd::dims_mapping& mapping)  // NOLINT: brace-init by design
       : mesh_(mesh) {

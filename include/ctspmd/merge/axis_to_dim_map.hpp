@@ -5,6 +5,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <string_view>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/notation/axes.hpp>
@@ -13,7 +14,9 @@ namespace ctspmd {
 
 /// For each axis letter seen by a merge: -1 (replicated) or the mesh dim that shards it.
 /// A fixed table over the 52 letters, so lookups are O(1) and nothing allocates; a bit per
-/// letter says which have an entry, so iterating the entries visits only those.
+/// letter says which have an entry, so iterating the entries visits only those. The table
+/// has two more slots, read for `'1'` (-1) and for every other char (`absent`), so that
+/// `entry` is one load.
 class axis_to_dim_map {
   static_assert(axis_letter_count <= 64, "one bit per axis letter in a 64-bit word");
 
@@ -35,6 +38,13 @@ class axis_to_dim_map {
     const int i = axis_letter_index(label);
     return i >= 0 && (present_ >> i & 1u) != 0 ? std::int64_t{dims_[static_cast<std::size_t>(i)]} : fallback;
   }
+  /// What a label without an entry reads as (`entry`).
+  static constexpr std::int64_t absent = -2;
+  /// The mesh dim of `label` (-1 if replicated), -1 for `'1'` (never sharded), and `absent`
+  /// for a letter without an entry or a char that is not an axis label.
+  constexpr std::int64_t entry(char label) const noexcept {
+    return dims_[static_cast<std::size_t>(slots[static_cast<unsigned char>(label)])];
+  }
   /// The mesh dim of `label`; a label without an entry is an `invalid_argument`.
   constexpr std::int64_t at(char label) const {
     if (!contains(label)) raise(missing(label));
@@ -53,16 +63,20 @@ class axis_to_dim_map {
   }
   /// Number of labels with an entry.
   constexpr std::size_t size() const noexcept { return static_cast<std::size_t>(std::popcount(present_)); }
-  /// Calls `f(label, mesh_dim)` for every entry, in letter order (a-z, then A-Z).
+  /// Calls `f(label, mesh_dim)` for every entry, in letter order (a-z, then A-Z); with
+  /// `except`, not for the letters of those labels.
   template <class F>
-  constexpr void for_each(F&& f) const {
-    for (std::uint64_t rest = present_; rest != 0; rest &= rest - 1) {
+  constexpr void for_each(F&& f, std::string_view except = {}) const {
+    std::uint64_t skipped = 0;  // bit i: letter i is in `except`
+    for (char c : except)
+      if (const int i = axis_letter_index(c); i >= 0) skipped |= std::uint64_t{1} << i;
+    for (std::uint64_t rest = present_ & ~skipped; rest != 0; rest &= rest - 1) {
       const auto i = static_cast<std::size_t>(std::countr_zero(rest));
       f(label_of(i), std::int64_t{dims_[i]});
     }
   }
 
-  // Equal maps have the same entries: a letter without one keeps its initial 0 in dims_.
+  // Equal maps have the same entries: a letter without one keeps its initial `absent` in dims_.
   friend constexpr bool operator==(const axis_to_dim_map&, const axis_to_dim_map&) = default;
 
  private:
@@ -73,7 +87,25 @@ class axis_to_dim_map {
   static constexpr char label_of(std::size_t i) noexcept {
     return static_cast<char>(i < 26 ? 'a' + i : 'A' + (i - 26));
   }
-  std::array<std::int8_t, axis_letter_count> dims_{};
+  // The slot of every char in dims_: a letter's index, then one slot for '1', one for the rest.
+  static constexpr std::size_t broadcast_slot = axis_letter_count;
+  static constexpr std::size_t other_slot = axis_letter_count + 1;
+  static constexpr auto slots = [] {
+    std::array<std::uint8_t, 256> table{};
+    for (int c = 0; c < 256; ++c) {
+      const int i = axis_letter_index(static_cast<char>(c));
+      table[static_cast<std::size_t>(c)] =
+          static_cast<std::uint8_t>(i >= 0 ? static_cast<std::size_t>(i) : c == broadcast_label ? broadcast_slot : other_slot);
+    }
+    return table;
+  }();
+  static constexpr std::array<std::int8_t, axis_letter_count + 2> no_entries() noexcept {
+    std::array<std::int8_t, axis_letter_count + 2> a{};
+    for (auto& d : a) d = absent;
+    a[broadcast_slot] = -1;
+    return a;
+  }
+  std::array<std::int8_t, axis_letter_count + 2> dims_ = no_entries();  ///< `absent` where there is no entry
   std::uint64_t present_ = 0;  ///< bit i: letter i has an entry
 };
 

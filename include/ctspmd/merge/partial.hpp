@@ -14,13 +14,12 @@ namespace ctspmd {
 /// The mesh dims, ascending, that shard an axis absent from `out_axes`: contracted or
 /// reduced axes, over which an output is partial.
 constexpr mesh_dims resolute_output_partial_dimension(const axis_to_dim_map& map, std::string_view out_axes) {
-  std::uint64_t kept = 0;  // bit i: axis letter i is in out_axes
-  for (char c : out_axes)
-    if (const int i = axis_letter_index(c); i >= 0) kept |= std::uint64_t{1} << i;
   std::uint64_t partial = 0;  // bit m: mesh dim m shards an axis absent from out_axes
-  map.for_each([&](char label, std::int64_t m) {
-    if (m >= 0 && (kept >> axis_letter_index(label) & 1u) == 0) partial |= std::uint64_t{1} << m;
-  });
+  map.for_each(
+      [&](char, std::int64_t m) {
+        if (m >= 0) partial |= std::uint64_t{1} << m;
+      },
+      /*except=*/out_axes);
   mesh_dims out;
   for (; partial != 0; partial &= partial - 1) out.push_back(std::countr_zero(partial));
   return out;

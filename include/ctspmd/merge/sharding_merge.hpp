@@ -49,7 +49,6 @@ template <bool Validate = true, class Labels, class Mapping>
 constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels labels, Mapping mapping,
                                 bool merge_conflicts) {
   constexpr std::string_view op = "sharding_merge_for_tensors";
-  constexpr std::int64_t absent = -2;  // no entry in the map yet
   struct claim {
     char first = 0;   // the axis that claimed the mesh dim first
     char second = 0;  // another axis that claimed it later, if any
@@ -71,9 +70,11 @@ constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels 
         return make_error(error_kind::invalid_argument, op, "dims mapping entry {} of tensor {}, dim {} is out of range",
                           m, t, i);
       if (a == broadcast_label) continue;  // a size-1 dim is never sharded
-      if (const std::int64_t before = map.value_or(a, absent); before != absent && before != m) {
+      if (const std::int64_t before = map.entry(a); before != axis_to_dim_map::absent) {
+        if (before == m) continue;  // the claim below, if any, is recorded already
         const auto merged = try_sharding_merge_for_axis(a, m, before);
         if (!merged) return merged.error();
+        if (*merged == before) continue;
         m = *merged;
       }
       map.set(a, m);
@@ -146,14 +147,11 @@ constexpr status append_dims_mapping_for_axes(dims_mapping& out, const Labels& a
     return make_error(error_kind::invalid_argument, op, "{} axes exceed max_rank = {}", axes.size(), max_rank);
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const char a = axes[i];
-    std::int64_t m = -1;
-    if (a != broadcast_label) {
-      m = map.value_or(a, /*absent*/ -2);
-      if (m == -2) {
-        if (!unsharded_miss_axis || !is_axis_label(a))
-          return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
-        m = -1;
-      }
+    std::int64_t m = map.entry(a);  // '1' gives -1
+    if (m == axis_to_dim_map::absent) {
+      if (!unsharded_miss_axis || !is_axis_label(a))
+        return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
+      m = -1;
     }
     out.push_back(m);
   }
@@ -185,8 +183,8 @@ namespace detail {
 /// store-forwarding stall (wide loads of bytes just written narrowly), so the rules write
 /// each output attr once, in the `spmd_info` the caller receives.
 struct tensor_dist_attr_access {
-  /// Makes `a` (default-constructed) an attr on `src`'s mesh, with its batch dim and no
-  /// partial status, whose dims mapping is that of `axes` under `map`. Fails as
+  /// Makes `a` (constructed on `src`'s mesh, so with an empty mapping and no partial status)
+  /// an attr with `src`'s batch dim whose dims mapping is that of `axes` under `map`. Fails as
   /// `get_dims_mapping_for_axes` and the `tensor_dist_attr` constructor would: raises.
   ///
   /// `Check == false` skips the final check of the mapping against the mesh, for a caller
@@ -195,7 +193,6 @@ struct tensor_dist_attr_access {
   template <bool Check = true, class Labels>
   static constexpr void assign_mapped(tensor_dist_attr& a, const tensor_dist_attr& src, const Labels& axes,
                                       const axis_to_dim_map& map, bool unsharded_miss_axis) {
-    a.mesh_ = src.mesh_;
     a.batch_dim_ = src.batch_dim_;
     append_dims_mapping_for_axes(a.mapping_, axes, map, unsharded_miss_axis).check();
     if constexpr (Check) tensor_dist_attr::check(a.mesh_, a.mapping_).check();
@@ -211,7 +208,7 @@ template <bool Check = true, class Labels, std::size_t N>
 constexpr tensor_dist_attr& push_mapped(static_vector<tensor_dist_attr, N>& out, const tensor_dist_attr& src,
                                         const Labels& axes, const axis_to_dim_map& map,
                                         bool unsharded_miss_axis = false) {
-  tensor_dist_attr& a = out.emplace_back();
+  tensor_dist_attr& a = out.emplace_back(src.process_mesh());
   detail::tensor_dist_attr_access::assign_mapped<Check>(a, src, axes, map, unsharded_miss_axis);
   return a;
 }

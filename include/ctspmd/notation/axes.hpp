@@ -104,6 +104,31 @@ constexpr status append_broadcast_axes(axes_string& out, std::int64_t tensor_ndi
   return {};
 }
 
+/// For each b in [0, max_rank]: the first b letters of an alphabet followed by a fixed tail,
+/// as constant strings, for rules whose labels are such letters (broadcast batch dims, then
+/// the operator's own): they view their labels, `(*this)(b)` or a part of it, instead of
+/// building them at each call. A b beyond the alphabet has only the letters there are.
+template <std::size_t TailSize>
+class letters_then {
+ public:
+  constexpr letters_then(std::string_view alphabet, const char (&tail)[TailSize + 1]) {
+    for (std::size_t b = 0; b <= max_rank; ++b) {
+      auto& r = rows_[b];
+      for (std::size_t i = 0; i < b && i < alphabet.size(); ++i) r.chars[r.size++] = alphabet[i];
+      for (std::size_t i = 0; i < TailSize; ++i) r.chars[r.size++] = tail[i];
+    }
+  }
+  /// The first b letters (b <= max_rank), then the tail.
+  constexpr std::string_view operator()(std::size_t b) const noexcept { return {rows_[b].chars, rows_[b].size}; }
+
+ private:
+  struct row {
+    char chars[max_rank + TailSize]{};
+    std::size_t size = 0;
+  };
+  std::array<row, max_rank + 1> rows_{};
+};
+
 }  // namespace detail
 
 /// `get_broadcast_axes`, result-returning: the labels of a rank-`tensor_ndim` tensor

@@ -19,8 +19,10 @@
 /// each input gets the output's mapping of its labels, -1 for contracted labels and size-1
 /// dims. No partial status is inferred for the inputs; the output is returned unchanged.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include <ctspmd/core/fixed_string.hpp>
@@ -35,19 +37,38 @@ namespace ctspmd::rules {
 
 namespace detail {
 
+/// An einsum's labels as the rules read them: each input's, then the output's, as views (of
+/// a parsed notation, which must outlive them, or of constant strings), so that a rule whose
+/// labels follow from its operands' ranks views them instead of building a notation.
+template <std::size_t Inputs>
+struct einsum_labels {
+  std::array<std::string_view, Inputs> inputs{};
+  std::size_t count = Inputs;  ///< inputs in use (fewer for a notation parsed at run time)
+  std::string_view output{};
+
+  constexpr einsum_labels() noexcept = default;
+  constexpr einsum_labels(std::array<std::string_view, Inputs> in, std::string_view out) noexcept
+      : inputs(in), output(out) {}
+  /// Views of `n`'s labels (at most Inputs inputs: the caller sizes it).
+  constexpr explicit einsum_labels(const einsum_notation& n) noexcept : count(n.inputs.size()), output(n.output) {
+    for (std::size_t i = 0; i < count; ++i) inputs[i] = n.inputs[i];
+  }
+  constexpr std::span<const std::string_view> input_span() const noexcept { return {inputs.data(), count}; }
+};
+
 /// An operand's labels as the einsum reads them: `'1'` at each dim of size 1 (a view of the
 /// notation's labels and the operand's shape, so nothing is copied).
 struct size_one_unsharded {
-  const axes_string& axes;
+  std::string_view axes;
   const tensor_shape& shape;
   constexpr std::size_t size() const noexcept { return axes.size(); }
-  constexpr char operator[](std::size_t i) const {  // i < size(), as every reader loops
-    return i < shape.size() && shape.data()[i] == 1 ? broadcast_label : axes.begin()[i];
-  }
+  // i < size(), as every reader loops; the ranks match (check_operands), and a read past the
+  // shape's size would still be inside its storage.
+  constexpr char operator[](std::size_t i) const { return shape.data()[i] == 1 ? broadcast_label : axes.begin()[i]; }
 };
 
 /// Checks that `specs` match `labels` one to one: count and ranks.
-constexpr status check_operands(std::span<const axes_string> labels, spec_span specs, bool outputs = false) {
+constexpr status check_operands(std::span<const std::string_view> labels, spec_span specs, bool outputs = false) {
   CTSPMD_TRY(check_count(specs, labels.size(), outputs));
   for (std::size_t i = 0; i < specs.size(); ++i)
     if (specs[i].ndim() != static_cast<std::int64_t>(labels[i].size()))
@@ -61,7 +82,7 @@ constexpr status check_operands(std::span<const axes_string> labels, spec_span s
 /// Merges into `map` the mappings of `specs` labelled `labels` (size-1 dims skipped). The
 /// labels come from a parsed notation and the ranks are checked (`check_operands`), so the
 /// merge need not validate them again.
-constexpr status merge_labelled(axis_to_dim_map& map, std::span<const axes_string> labels, spec_span specs,
+constexpr status merge_labelled(axis_to_dim_map& map, std::span<const std::string_view> labels, spec_span specs,
                                 bool merge_conflicts) {
   return ctspmd::detail::merge_sharding</*Validate=*/false>(
       map, specs.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; },
@@ -74,33 +95,45 @@ constexpr status merge_labelled(axis_to_dim_map& map, std::span<const axes_strin
 // that), and a notation has no label twice in one operand. Hence push_mapped</*Check=*/false>.
 
 /// Appends the inputs under `map`: each input's labels, with size-1 dims and missing labels -1.
-constexpr void push_inputs(spmd_info& info, const einsum_notation& n, spec_span in, const axis_to_dim_map& map) {
+constexpr void push_inputs(spmd_info& info, std::span<const std::string_view> labels, spec_span in,
+                           const axis_to_dim_map& map) {
   for (std::size_t i = 0; i < in.size(); ++i)
-    push_mapped</*Check=*/false>(info.inputs, in[i].dist_attr(), size_one_unsharded{n.inputs[i], in[i].shape()}, map,
+    push_mapped</*Check=*/false>(info.inputs, in[i].dist_attr(), size_one_unsharded{labels[i], in[i].shape()}, map,
                                  /*unsharded_miss_axis=*/true);
 }
 
-/// Forward inference of the einsum `n` into `info` (see the file comment).
-constexpr status einsum_forward(spmd_info& info, const einsum_notation& n, spec_span in, bool merge_conflicts) {
-  CTSPMD_TRY(check_operands(n.inputs, in));
+/// Forward inference of the einsum `inputs -> output` into `info` (see the file comment).
+constexpr status einsum_forward(spmd_info& info, std::span<const std::string_view> inputs, std::string_view output,
+                                spec_span in, bool merge_conflicts) {
+  CTSPMD_TRY(check_operands(inputs, in));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_labelled(map, n.inputs, in, merge_conflicts));
-  push_inputs(info, n, in, map);
+  CTSPMD_TRY(merge_labelled(map, inputs, in, merge_conflicts));
+  push_inputs(info, inputs, in, map);
   // Labels the merge dropped from every input (size 1 everywhere) give -1.
-  push_mapped</*Check=*/false>(info.outputs, in[0].dist_attr(), n.output, map, /*unsharded_miss_axis=*/true)
-      .set_partial_status(resolute_output_partial_dimension(map, n.output));
+  push_mapped</*Check=*/false>(info.outputs, in[0].dist_attr(), output, map, /*unsharded_miss_axis=*/true)
+      .set_partial_status(resolute_output_partial_dimension(map, output));
   return {};
 }
+template <std::size_t N>
+constexpr status einsum_forward(spmd_info& info, const einsum_labels<N>& l, spec_span in, bool merge_conflicts) {
+  return einsum_forward(info, l.input_span(), l.output, in, merge_conflicts);
+}
 
-/// Backward inference of the einsum `n` from its one output, into `info` (see the file comment).
-constexpr status einsum_backward(spmd_info& info, const einsum_notation& n, spec_span in, spec_span out) {
-  CTSPMD_TRY(check_operands(n.inputs, in));
-  CTSPMD_TRY(check_operands({&n.output, 1}, out, /*outputs=*/true));
+/// Backward inference of the einsum `inputs -> output` from its one output, into `info` (see
+/// the file comment).
+constexpr status einsum_backward(spmd_info& info, std::span<const std::string_view> inputs, std::string_view output,
+                                 spec_span in, spec_span out) {
+  CTSPMD_TRY(check_operands(inputs, in));
+  CTSPMD_TRY(check_operands({&output, 1}, out, /*outputs=*/true));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_labelled(map, {&n.output, 1}, out, /*merge_conflicts=*/false));
-  push_inputs(info, n, in, map);
+  CTSPMD_TRY(merge_labelled(map, {&output, 1}, out, /*merge_conflicts=*/false));
+  push_inputs(info, inputs, in, map);
   info.outputs.push_back(out[0].dist_attr());
   return {};
+}
+template <std::size_t N>
+constexpr status einsum_backward(spmd_info& info, const einsum_labels<N>& l, spec_span in, spec_span out) {
+  return einsum_backward(info, l.input_span(), l.output, in, out);
 }
 
 /// Reached only for a malformed notation during compilation: the diagnostic shows the
@@ -134,11 +167,14 @@ struct einsum : detail::rule_base<einsum<Notation>, einsum_attributes> {
   static constexpr einsum_notation notation = detail::parse_or_fail<Notation>();
 
   static constexpr status forward(spmd_info& info, spec_span in, const einsum_attributes&) {
-    return detail::einsum_forward(info, notation, in, /*merge_conflicts=*/true);
+    return detail::einsum_forward(info, labels, in, /*merge_conflicts=*/true);
   }
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const einsum_attributes&) {
-    return detail::einsum_backward(info, notation, in, out);
+    return detail::einsum_backward(info, labels, in, out);
   }
+
+ private:
+  static constexpr detail::einsum_labels<notation.inputs.size()> labels{notation};
 };
 
 /// Attributes of `dynamic_einsum`: the notation, parsed at each call.
@@ -154,12 +190,12 @@ struct dynamic_einsum : detail::rule_base<dynamic_einsum, dynamic_einsum_attribu
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();
-    return detail::einsum_forward(info, *n, in, /*merge_conflicts=*/true);
+    return detail::einsum_forward(info, detail::einsum_labels<max_operands>(*n), in, /*merge_conflicts=*/true);
   }
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();
-    return detail::einsum_backward(info, *n, in, out);
+    return detail::einsum_backward(info, detail::einsum_labels<max_operands>(*n), in, out);
   }
 };
 

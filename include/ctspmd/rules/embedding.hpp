@@ -43,8 +43,8 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
     const auto& x = in[0];
     const auto& w = in[1];
     CTSPMD_TRY(check_weight(w));
-    einsum_notation n;
-    CTSPMD_TRY(build_notation(n, x.ndim()));
+    detail::einsum_labels<2> l;
+    CTSPMD_TRY(labels_of(l, x.ndim()));
 
     const std::int64_t row_mesh_dim = w.dims_mapping()[0];
     if (attrs.padding_idx != -1 && row_mesh_dim != -1)
@@ -60,7 +60,7 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
 
     // Each device looks up only the rows it holds (the contracted j), so the output is partial
     // (sum) on the row mesh dim.
-    return detail::einsum_forward(info, n, in, /*merge_conflicts=*/false);
+    return detail::einsum_forward(info, l, in, /*merge_conflicts=*/false);
   }
 
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&) {
@@ -73,23 +73,24 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
     if (x.ndim() != o.ndim() - 1)
       return make_error(error_kind::invalid_argument, "", "the output's rank must be x's rank + 1, but x has rank {} and the output rank {}",
                         x.ndim(), o.ndim());
-    einsum_notation n;
-    CTSPMD_TRY(build_notation(n, x.ndim()));
-    return detail::einsum_backward(info, n, in, out);
+    detail::einsum_labels<2> l;
+    CTSPMD_TRY(labels_of(l, x.ndim()));
+    return detail::einsum_backward(info, l, in, out);
   }
 
  private:
-  /// Writes `X,jk->Xk` into `n` (empty), X being the first `x_ndim` letters of the alphabet
-  /// (checking first that they exist, then that the output's rank is within max_rank).
-  static constexpr status build_notation(einsum_notation& n, std::int64_t x_ndim) {
-    axes_string& x = n.inputs.emplace_back();
-    CTSPMD_TRY(ctspmd::detail::append_broadcast_axes(x, x_ndim, x_ndim, alphabets::embedding));
+  // For each rank b, its letters then k: the output's labels.
+  static constexpr ctspmd::detail::letters_then<1> letters_k{alphabets::embedding, "k"};
+
+  /// Sets `l` to `X,jk->Xk`, X being the first `x_ndim` letters of the alphabet (checking
+  /// first that they exist, then that the output's rank is within max_rank), as views.
+  static constexpr status labels_of(detail::einsum_labels<2>& l, std::int64_t x_ndim) {
+    axes_string unused;  // only the checks of get_broadcast_axes, for its errors
+    CTSPMD_TRY(ctspmd::detail::append_broadcast_axes(unused, 0, x_ndim, alphabets::embedding));
     CTSPMD_TRY(check_output_rank(x_ndim));
-    axes_string& w = n.inputs.emplace_back();
-    w.push_back('j');
-    w.push_back('k');
-    for (char c : x) n.output.push_back(c);
-    n.output.push_back('k');
+    const auto b = static_cast<std::size_t>(x_ndim);  // < max_rank
+    l.inputs = {alphabets::embedding.substr(0, b), "jk"};
+    l.output = letters_k(b);
     return {};
   }
   static constexpr status check_weight(const dist_tensor_spec& w) {

@@ -3,8 +3,8 @@
 /// \file The matmul rule: out = op(x) @ op(y), op transposing the last two dims when
 /// `trans_x` / `trans_y` is set, with numpy batch broadcasting.
 ///
-/// matmul is the einsum `B mk, B kn -> B mn` (einsum.hpp), its notation built from the
-/// ranks with `alphabets::matmul` (no k, m, n) for the batch letters B, right-aligned:
+/// matmul is the einsum `B mk, B kn -> B mn` (einsum.hpp), its notation given by the ranks,
+/// with `alphabets::matmul` (no k, m, n) for the batch letters B, right-aligned:
 ///   1-D x 1-D: `k,k->`;  1-D x N-D: `k,Bkn->Bn`;  N-D x 1-D: `Bmk,k->Bm`;
 ///   N-D x N-D: `Bx mk, By kn -> B mn`, B the batch letters of the higher-rank operand.
 /// A transposed operand is read in (m, k) / (k, n) order: its dims mapping and shape have
@@ -46,62 +46,69 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
 
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 2));
-    einsum_notation n;
-    CTSPMD_TRY(build_notation(n, in[0].ndim(), in[1].ndim()));
-    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_forward(info, n, in, /*merge_conflicts=*/true);
+    detail::einsum_labels<2> l;
+    CTSPMD_TRY(labels_of(l, in[0].ndim(), in[1].ndim()));
+    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_forward(info, l, in, /*merge_conflicts=*/true);
     const auto t = transposed_operands(in, attrs);
     if (!t) return t.error();
-    CTSPMD_TRY(detail::einsum_forward(info, n, {t->data(), 2}, /*merge_conflicts=*/true));
+    CTSPMD_TRY(detail::einsum_forward(info, l, {t->data(), 2}, /*merge_conflicts=*/true));
     swap_back(info, attrs);
     return {};
   }
 
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     CTSPMD_TRY(detail::check_count(in, 2));
-    einsum_notation n;
-    CTSPMD_TRY(build_notation(n, in[0].ndim(), in[1].ndim()));
-    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_backward(info, n, in, out);
+    detail::einsum_labels<2> l;
+    CTSPMD_TRY(labels_of(l, in[0].ndim(), in[1].ndim()));
+    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_backward(info, l, in, out);
     const auto t = transposed_operands(in, attrs);
     if (!t) return t.error();
-    CTSPMD_TRY(detail::einsum_backward(info, n, {t->data(), 2}, out));
+    CTSPMD_TRY(detail::einsum_backward(info, l, {t->data(), 2}, out));
     swap_back(info, attrs);
     return {};
   }
 
   /// The einsum notation of a matmul of ranks `x_ndim` and `y_ndim` (in (m, k) / (k, n) order).
   static constexpr result<einsum_notation> notation(std::int64_t x_ndim, std::int64_t y_ndim) {
-    result<einsum_notation> r{einsum_notation{}};
-    if (auto s = build_notation(*r, x_ndim, y_ndim); !s) r = s.error();
-    return r;
+    detail::einsum_labels<2> l;
+    if (auto s = labels_of(l, x_ndim, y_ndim); !s) return s.error();
+    einsum_notation n;
+    n.inputs.push_back(l.inputs[0]);
+    n.inputs.push_back(l.inputs[1]);
+    n.output = l.output;
+    return n;
   }
 
  private:
-  /// Writes `notation(x_ndim, y_ndim)` into `n` (empty), where the rule reads it.
-  static constexpr status build_notation(einsum_notation& n, std::int64_t x_ndim, std::int64_t y_ndim) {
+  // For each batch length B, its letters (the first B of the alphabet) then the labels after
+  // them in x, y and the output: every operand's labels are a view of one of these.
+  static constexpr ctspmd::detail::letters_then<2> batch_mk{alphabets::matmul, "mk"};
+  static constexpr ctspmd::detail::letters_then<2> batch_kn{alphabets::matmul, "kn"};
+  static constexpr ctspmd::detail::letters_then<2> batch_mn{alphabets::matmul, "mn"};
+  static constexpr ctspmd::detail::letters_then<1> batch_n{alphabets::matmul, "n"};
+
+  /// Sets `l` to the labels of `notation(x_ndim, y_ndim)`, as views of the strings above
+  /// (this runs at every call).
+  static constexpr status labels_of(detail::einsum_labels<2>& l, std::int64_t x_ndim, std::int64_t y_ndim) {
     if (x_ndim < 1 || y_ndim < 1)
       return make_error(error_kind::invalid_argument, "", "x and y must have rank >= 1, but have ranks {} and {}", x_ndim,
                         y_ndim);
-    const std::int64_t max_ndim = std::max(x_ndim, y_ndim);
-    const std::int64_t batch = std::max<std::int64_t>(max_ndim - 2, 0);
+    const std::int64_t batch = std::max<std::int64_t>(std::max(x_ndim, y_ndim) - 2, 0);
     // Each operand's batch letters are the last of the first `batch` letters of the alphabet
-    // (`get_broadcast_axes`), written here directly: this runs at every call. The one way
-    // that can fail is a batch longer than the alphabet; its error is get_broadcast_axes's.
-    if (static_cast<std::size_t>(batch) > alphabets::matmul.size())
-      return ctspmd::detail::append_broadcast_axes(n.output, 0, batch, alphabets::matmul);
-    const auto batch_letters = [&](axes_string& out, std::int64_t ndim) {
-      for (std::int64_t i = batch - (ndim - 2); i < batch; ++i) out.push_back(alphabets::matmul[static_cast<std::size_t>(i)]);
-    };
-    axes_string& x = n.inputs.emplace_back();
-    batch_letters(x, x_ndim);
-    if (x_ndim > 1) x.push_back('m');
-    x.push_back('k');
-    axes_string& y = n.inputs.emplace_back();
-    batch_letters(y, y_ndim);
-    y.push_back('k');
-    if (y_ndim > 1) y.push_back('n');
-    batch_letters(n.output, max_ndim);  // the batch letters of the higher-rank operand
-    if (x_ndim > 1) n.output.push_back('m');
-    if (y_ndim > 1) n.output.push_back('n');
+    // (`get_broadcast_axes`). The one way that can fail is a batch longer than the alphabet
+    // (only with a max_rank above Paddle's); its error is get_broadcast_axes's.
+    if (static_cast<std::size_t>(batch) > alphabets::matmul.size()) {
+      axes_string unused;
+      return ctspmd::detail::append_broadcast_axes(unused, 0, batch, alphabets::matmul);
+    }
+    const auto b = static_cast<std::size_t>(batch);  // <= max_rank - 2: the ranks are those of specs
+    const auto batch_of = [&](std::int64_t ndim) { return b - static_cast<std::size_t>(ndim - 2); };
+    l.inputs[0] = x_ndim == 1 ? "k" : batch_mk(b).substr(batch_of(x_ndim));
+    l.inputs[1] = y_ndim == 1 ? "k" : batch_kn(b).substr(batch_of(y_ndim));
+    l.output = x_ndim == 1 && y_ndim == 1 ? ""
+               : x_ndim == 1              ? batch_n(b)
+               : y_ndim == 1              ? batch_mn(b).substr(0, b + 1)  // the batch letters, then m
+                                          : batch_mn(b);
     return {};
   }
 

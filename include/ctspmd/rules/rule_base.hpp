@@ -121,7 +121,7 @@ constexpr status check_count(spec_span specs, std::size_t expected, bool outputs
 /// A dist attr on `src`'s mesh (and batch dim) with the dims mapping of `axes` under `map`.
 constexpr tensor_dist_attr mapped(const tensor_dist_attr& src, std::string_view axes, const axis_to_dim_map& map,
                                   bool unsharded_miss_axis = false) {
-  tensor_dist_attr a;
+  tensor_dist_attr a(src.process_mesh());
   ctspmd::detail::tensor_dist_attr_access::assign_mapped(a, src, axes, map, unsharded_miss_axis);
   return a;
 }
