@@ -25,6 +25,19 @@ constexpr mesh_dims resolute_output_partial_dimension(const axis_to_dim_map& map
   return out;
 }
 
+/// The mesh dims, ascending, that shard one of `axes` under `map`. Given an einsum's
+/// contracted axes (those of its inputs absent from its output), the dims its output is
+/// partial on: `resolute_output_partial_dimension` of the output's axes, when the merge left
+/// no mesh dim sharding two axes. Rules that know their contracted axes read only those.
+constexpr mesh_dims sharding_mesh_dims(const axis_to_dim_map& map, std::string_view axes) {
+  std::uint64_t dims = 0;  // bit m: mesh dim m shards one of axes
+  for (char c : axes)
+    if (const std::int64_t m = map.entry(c); m >= 0) dims |= std::uint64_t{1} << m;
+  mesh_dims out;
+  for (; dims != 0; dims &= dims - 1) out.push_back(std::countr_zero(dims));
+  return out;
+}
+
 /// A fresh dist attr on `src`'s mesh with its batch dim: empty dims mapping, no partial.
 constexpr tensor_dist_attr copy_tensor_dist_attr_for_output(const tensor_dist_attr& src) {
   tensor_dist_attr out(src.process_mesh(), {});

@@ -37,24 +37,36 @@ namespace ctspmd::rules {
 
 namespace detail {
 
-/// An einsum's labels as the rules read them: each input's, then the output's, as views (of
-/// a parsed notation, which must outlive them, or of constant strings), so that a rule whose
-/// labels follow from its operands' ranks views them instead of building a notation.
+/// An einsum's labels as the rules read them: each of its `Inputs` inputs', then the
+/// output's, as views (of a parsed notation, which must outlive them, or of constant
+/// strings), so that a rule whose labels follow from its operands' ranks views them instead
+/// of building a notation. The number of inputs is a constant, so the loops over them are
+/// unrolled; a notation parsed at run time is read through `std::dynamic_extent` spans.
 template <std::size_t Inputs>
 struct einsum_labels {
   std::array<std::string_view, Inputs> inputs{};
-  std::size_t count = Inputs;  ///< inputs in use (fewer for a notation parsed at run time)
   std::string_view output{};
-
-  constexpr einsum_labels() noexcept = default;
-  constexpr einsum_labels(std::array<std::string_view, Inputs> in, std::string_view out) noexcept
-      : inputs(in), output(out) {}
-  /// Views of `n`'s labels (at most Inputs inputs: the caller sizes it).
-  constexpr explicit einsum_labels(const einsum_notation& n) noexcept : count(n.inputs.size()), output(n.output) {
-    for (std::size_t i = 0; i < count; ++i) inputs[i] = n.inputs[i];
-  }
-  constexpr std::span<const std::string_view> input_span() const noexcept { return {inputs.data(), count}; }
+  std::string_view contracted{};  ///< the inputs' letters absent from the output
 };
+
+/// The letters of `n`'s inputs absent from its output, each once: its contracted labels.
+constexpr static_vector<char, axis_letter_count> contracted_labels(const einsum_notation& n) {
+  static_vector<char, axis_letter_count> out;
+  for (const auto& in : n.inputs)
+    for (char c : in.view())
+      if (c != broadcast_label && !n.output.contains(c) && !has_label({out.data(), out.size()}, c)) out.push_back(c);
+  return out;
+}
+
+/// The labels of `n`, which has `Inputs` inputs, as views of `n` and of `contracted` (its
+/// `contracted_labels`).
+template <std::size_t Inputs>
+constexpr einsum_labels<Inputs> labels_of(const einsum_notation& n,
+                                          const static_vector<char, axis_letter_count>& contracted) noexcept {
+  einsum_labels<Inputs> l{{}, n.output, {contracted.data(), contracted.size()}};
+  for (std::size_t i = 0; i < Inputs; ++i) l.inputs[i] = n.inputs[i];
+  return l;
+}
 
 /// An operand's labels as the einsum reads them: `'1'` at each dim of size 1 (a view of the
 /// notation's labels and the operand's shape, so nothing is copied).
@@ -68,9 +80,10 @@ struct size_one_unsharded {
 };
 
 /// Checks that `specs` match `labels` one to one: count and ranks.
-constexpr status check_operands(std::span<const std::string_view> labels, spec_span specs, bool outputs = false) {
+template <std::size_t N>
+constexpr status check_operands(std::span<const std::string_view, N> labels, spec_span specs, bool outputs = false) {
   CTSPMD_TRY(check_count(specs, labels.size(), outputs));
-  for (std::size_t i = 0; i < specs.size(); ++i)
+  for (std::size_t i = 0; i < labels.size(); ++i)
     if (specs[i].ndim() != static_cast<std::int64_t>(labels[i].size()))
       return make_error(error_kind::invalid_argument, "",
                         outputs ? "output {} has rank {} but the notation gives it {} labels"
@@ -79,13 +92,14 @@ constexpr status check_operands(std::span<const std::string_view> labels, spec_s
   return {};
 }
 
-/// Merges into `map` the mappings of `specs` labelled `labels` (size-1 dims skipped). The
-/// labels come from a parsed notation and the ranks are checked (`check_operands`), so the
-/// merge need not validate them again.
-constexpr status merge_labelled(axis_to_dim_map& map, std::span<const std::string_view> labels, spec_span specs,
+/// Merges into `map` the mappings of `specs` labelled `labels` (size-1 dims skipped; as many
+/// specs as labels, checked by `check_operands`). The labels come from a parsed notation and
+/// the ranks are checked, so the merge need not validate them again.
+template <std::size_t N>
+constexpr status merge_labelled(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
                                 bool merge_conflicts) {
   return ctspmd::detail::merge_sharding</*Validate=*/false>(
-      map, specs.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; },
+      map, labels.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; },
       [&](std::size_t t) -> const dims_mapping& { return specs[t].dims_mapping(); }, merge_conflicts);
 }
 
@@ -95,45 +109,51 @@ constexpr status merge_labelled(axis_to_dim_map& map, std::span<const std::strin
 // that), and a notation has no label twice in one operand. Hence push_mapped</*Check=*/false>.
 
 /// Appends the inputs under `map`: each input's labels, with size-1 dims and missing labels -1.
-constexpr void push_inputs(spmd_info& info, std::span<const std::string_view> labels, spec_span in,
+template <std::size_t N>
+constexpr void push_inputs(spmd_info& info, std::span<const std::string_view, N> labels, spec_span in,
                            const axis_to_dim_map& map) {
-  for (std::size_t i = 0; i < in.size(); ++i)
+  for (std::size_t i = 0; i < labels.size(); ++i)
     push_mapped</*Check=*/false>(info.inputs, in[i].dist_attr(), size_one_unsharded{labels[i], in[i].shape()}, map,
                                  /*unsharded_miss_axis=*/true);
 }
 
-/// Forward inference of the einsum `inputs -> output` into `info` (see the file comment).
-constexpr status einsum_forward(spmd_info& info, std::span<const std::string_view> inputs, std::string_view output,
-                                spec_span in, bool merge_conflicts) {
+/// Forward inference of the einsum `inputs -> output` (whose contracted labels are
+/// `contracted`) into `info` (see the file comment).
+template <std::size_t N>
+constexpr status einsum_forward(spmd_info& info, std::span<const std::string_view, N> inputs, std::string_view output,
+                                std::string_view contracted, spec_span in, bool merge_conflicts) {
   CTSPMD_TRY(check_operands(inputs, in));
   axis_to_dim_map map;
   CTSPMD_TRY(merge_labelled(map, inputs, in, merge_conflicts));
   push_inputs(info, inputs, in, map);
-  // Labels the merge dropped from every input (size 1 everywhere) give -1.
+  // Labels the merge dropped from every input (size 1 everywhere) give -1. No mesh dim
+  // shards two labels after the merge, so the contracted labels' mesh dims are the partial ones.
   push_mapped</*Check=*/false>(info.outputs, in[0].dist_attr(), output, map, /*unsharded_miss_axis=*/true)
-      .set_partial_status(resolute_output_partial_dimension(map, output));
+      .set_partial_status(sharding_mesh_dims(map, contracted));
   return {};
 }
 template <std::size_t N>
 constexpr status einsum_forward(spmd_info& info, const einsum_labels<N>& l, spec_span in, bool merge_conflicts) {
-  return einsum_forward(info, l.input_span(), l.output, in, merge_conflicts);
+  return einsum_forward(info, std::span<const std::string_view, N>(l.inputs), l.output, l.contracted, in,
+                        merge_conflicts);
 }
 
 /// Backward inference of the einsum `inputs -> output` from its one output, into `info` (see
 /// the file comment).
-constexpr status einsum_backward(spmd_info& info, std::span<const std::string_view> inputs, std::string_view output,
+template <std::size_t N>
+constexpr status einsum_backward(spmd_info& info, std::span<const std::string_view, N> inputs, std::string_view output,
                                  spec_span in, spec_span out) {
   CTSPMD_TRY(check_operands(inputs, in));
-  CTSPMD_TRY(check_operands({&output, 1}, out, /*outputs=*/true));
+  CTSPMD_TRY(check_operands(std::span<const std::string_view, 1>(&output, 1), out, /*outputs=*/true));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_labelled(map, {&output, 1}, out, /*merge_conflicts=*/false));
+  CTSPMD_TRY(merge_labelled(map, std::span<const std::string_view, 1>(&output, 1), out, /*merge_conflicts=*/false));
   push_inputs(info, inputs, in, map);
   info.outputs.push_back(out[0].dist_attr());
   return {};
 }
 template <std::size_t N>
 constexpr status einsum_backward(spmd_info& info, const einsum_labels<N>& l, spec_span in, spec_span out) {
-  return einsum_backward(info, l.input_span(), l.output, in, out);
+  return einsum_backward(info, std::span<const std::string_view, N>(l.inputs), l.output, in, out);
 }
 
 /// Reached only for a malformed notation during compilation: the diagnostic shows the
@@ -174,7 +194,8 @@ struct einsum : detail::rule_base<einsum<Notation>, einsum_attributes> {
   }
 
  private:
-  static constexpr detail::einsum_labels<notation.inputs.size()> labels{notation};
+  static constexpr auto contracted = detail::contracted_labels(notation);
+  static constexpr auto labels = detail::labels_of<notation.inputs.size()>(notation, contracted);
 };
 
 /// Attributes of `dynamic_einsum`: the notation, parsed at each call.
@@ -190,12 +211,25 @@ struct dynamic_einsum : detail::rule_base<dynamic_einsum, dynamic_einsum_attribu
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();
-    return detail::einsum_forward(info, detail::einsum_labels<max_operands>(*n), in, /*merge_conflicts=*/true);
+    const auto views = input_views(*n);
+    const auto contracted = detail::contracted_labels(*n);
+    return detail::einsum_forward(info, std::span<const std::string_view>(views.data(), views.size()), n->output.view(),
+                                  {contracted.data(), contracted.size()}, in, /*merge_conflicts=*/true);
   }
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();
-    return detail::einsum_backward(info, detail::einsum_labels<max_operands>(*n), in, out);
+    const auto views = input_views(*n);
+    return detail::einsum_backward(info, std::span<const std::string_view>(views.data(), views.size()), n->output.view(),
+                                   in, out);
+  }
+
+ private:
+  /// The input labels of `n` as views of `n`.
+  static constexpr static_vector<std::string_view, max_operands> input_views(const einsum_notation& n) {
+    static_vector<std::string_view, max_operands> views;
+    for (const auto& labels : n.inputs) views.push_back(labels.view());
+    return views;
   }
 };
 

@@ -91,6 +91,7 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
     const auto b = static_cast<std::size_t>(x_ndim);  // < max_rank
     l.inputs = {alphabets::embedding.substr(0, b), "jk"};
     l.output = letters_k(b);
+    l.contracted = "j";
     return {};
   }
   static constexpr status check_weight(const dist_tensor_spec& w) {

@@ -103,6 +103,7 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
     }
     const auto b = static_cast<std::size_t>(batch);  // <= max_rank - 2: the ranks are those of specs
     const auto batch_of = [&](std::int64_t ndim) { return b - static_cast<std::size_t>(ndim - 2); };
+    l.contracted = "k";
     l.inputs[0] = x_ndim == 1 ? "k" : batch_mk(b).substr(batch_of(x_ndim));
     l.inputs[1] = y_ndim == 1 ? "k" : batch_kn(b).substr(batch_of(y_ndim));
     l.output = x_ndim == 1 && y_ndim == 1 ? ""
