@@ -45,9 +45,13 @@ namespace detail {
 /// first copying labels and mappings into pairs. `Validate` checks each tensor's labels and
 /// mapping entries as it goes; a caller whose labels come from a parsed notation and whose
 /// mappings from `dist_tensor_spec`s (valid by construction, of matching ranks) skips that.
-template <bool Validate = true, class Labels, class Mapping>
+/// `RecordReplicated == false` skips the -1 entries of the mappings, which change no mesh dim
+/// (`sharding_merge_for_axis`), so that the map has entries only for sharded axes: for a
+/// caller that reads a missing axis as replicated (and skips validation, which would miss them).
+template <bool Validate = true, bool RecordReplicated = true, class Labels, class Mapping>
 constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels labels, Mapping mapping,
                                 bool merge_conflicts) {
+  static_assert(RecordReplicated || !Validate, "validation reads every entry");
   constexpr std::string_view op = "sharding_merge_for_tensors";
   struct claim {
     char first = 0;   // the axis that claimed the mesh dim first
@@ -62,22 +66,21 @@ constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels 
       return make_error(error_kind::invalid_argument, op, "tensor {} has {} axis labels but a dims mapping of {} entries",
                         t, axes.size(), dims.size());
     for (std::size_t i = 0; i < axes.size(); ++i) {
+      const std::int64_t m = dims.data()[i];
+      if (!RecordReplicated && m == -1) continue;
       const char a = axes[i];
-      std::int64_t m = dims.data()[i];
       if (Validate && !is_axis_label(a))
         return make_error(error_kind::invalid_argument, op, "'{c}' (tensor {}, dim {}) is not an axis label", a, t, i);
       if (Validate && (m < -1 || m >= static_cast<std::int64_t>(max_mesh_ndim)))
         return make_error(error_kind::invalid_argument, op, "dims mapping entry {} of tensor {}, dim {} is out of range",
                           m, t, i);
       if (a == broadcast_label) continue;  // a size-1 dim is never sharded
-      if (const std::int64_t before = map.entry(a); before != axis_to_dim_map::absent) {
-        if (before == m) continue;  // the claim below, if any, is recorded already
-        const auto merged = try_sharding_merge_for_axis(a, m, before);
-        if (!merged) return merged.error();
-        if (*merged == before) continue;
-        m = *merged;
+      const std::int64_t before = map.propose(a, m);
+      if (before == m) continue;  // no change; the claim below, if any, is recorded already
+      if (before != axis_to_dim_map::absent && before != -1) {  // a mesh dim stays: m is -1, or a conflict
+        if (m == -1) continue;
+        return try_sharding_merge_for_axis(a, m, before).error();
       }
-      map.set(a, m);
       if (m == -1) continue;
       auto& c = claims[static_cast<std::size_t>(m)];
       if (c.first == 0) {
@@ -148,8 +151,8 @@ constexpr status append_dims_mapping_for_axes(dims_mapping& out, const Labels& a
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const char a = axes[i];
     std::int64_t m = map.entry(a);  // '1' gives -1
-    if (m == axis_to_dim_map::absent) {
-      if (!unsharded_miss_axis || !is_axis_label(a))
+    if (m < -1) {                   // absent, or not a label
+      if (!unsharded_miss_axis || m == axis_to_dim_map::not_a_label)
         return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
       m = -1;
     }

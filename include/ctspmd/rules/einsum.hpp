@@ -94,11 +94,12 @@ constexpr status check_operands(std::span<const std::string_view, N> labels, spe
 
 /// Merges into `map` the mappings of `specs` labelled `labels` (size-1 dims skipped; as many
 /// specs as labels, checked by `check_operands`). The labels come from a parsed notation and
-/// the ranks are checked, so the merge need not validate them again.
+/// the ranks are checked, so the merge need not validate them again; and since an einsum
+/// reads a label missing from the map as -1, only the sharded dims are merged.
 template <std::size_t N>
 constexpr status merge_labelled(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
                                 bool merge_conflicts) {
-  return ctspmd::detail::merge_sharding</*Validate=*/false>(
+  return ctspmd::detail::merge_sharding</*Validate=*/false, /*RecordReplicated=*/false>(
       map, labels.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; },
       [&](std::size_t t) -> const dims_mapping& { return specs[t].dims_mapping(); }, merge_conflicts);
 }
