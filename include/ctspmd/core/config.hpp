@@ -16,6 +16,15 @@
 #define CTSPMD_MAX_OPERANDS 16
 #endif
 
+/// Marks a function the compiler must not inline: a rare path (a transposed operand, a
+/// conflict to resolve) kept out of the common one, whose registers and stack frame it would
+/// otherwise enlarge at every call.
+#if defined(__GNUC__) || defined(__clang__)
+#define CTSPMD_NOINLINE [[gnu::noinline]]
+#else
+#define CTSPMD_NOINLINE
+#endif
+
 namespace ctspmd {
 
 /// Largest tensor rank (Paddle's limit is 9).

@@ -39,6 +39,33 @@ struct axes_dims_pair {
 
 namespace detail {
 
+/// The axes that claimed one mesh dim in a merge: the first, and another one later, if any.
+struct mesh_dim_claim {
+  char first = 0;
+  char second = 0;
+};
+
+/// The end of a merge in which some mesh dims were claimed by two axes (`claims`): each stays
+/// with the axis that claimed it first, the others replicated, when `merge_conflicts`; a
+/// `precondition_not_met` otherwise. (Apart, being rare, from the merge's common path.)
+CTSPMD_NOINLINE constexpr status resolve_conflicts(axis_to_dim_map& map,
+                                                   const std::array<mesh_dim_claim, max_mesh_ndim>& claims,
+                                                   bool merge_conflicts) {
+  for (std::size_t m = 0; m < claims.size(); ++m) {
+    const auto& c = claims[m];
+    if (c.second == 0) continue;
+    if (!merge_conflicts)
+      return make_error(error_kind::precondition_not_met, "sharding_merge_for_tensors",
+                        "tensor axes '{c}' and '{c}' are sharded by the same mesh dim {}", c.first, c.second, m);
+    axis_to_dim_map resolved = map;
+    map.for_each([&](char label, std::int64_t d) {
+      if (d == static_cast<std::int64_t>(m) && label != c.first) resolved.set(label, -1);
+    });
+    map = resolved;
+  }
+  return {};
+}
+
 /// The merge behind `try_sharding_merge_for_tensors`, into `map` (empty), over `count`
 /// tensors: `labels(t)` gives tensor t's axis labels (indexable, with size()) and
 /// `mapping(t)` its dims mapping. Rules call it on their operands where they are, without
@@ -53,11 +80,7 @@ constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels 
                                 bool merge_conflicts) {
   static_assert(RecordReplicated || !Validate, "validation reads every entry");
   constexpr std::string_view op = "sharding_merge_for_tensors";
-  struct claim {
-    char first = 0;   // the axis that claimed the mesh dim first
-    char second = 0;  // another axis that claimed it later, if any
-  };
-  std::array<claim, max_mesh_ndim> claims{};
+  std::array<mesh_dim_claim, max_mesh_ndim> claims{};
   bool conflict = false;
   for (std::size_t t = 0; t < count; ++t) {
     const auto& axes = labels(t);
@@ -91,20 +114,7 @@ constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels 
       }
     }
   }
-  if (!conflict) return {};
-  for (std::size_t m = 0; m < claims.size(); ++m) {
-    const auto& c = claims[m];
-    if (c.second == 0) continue;
-    if (!merge_conflicts)
-      return make_error(error_kind::precondition_not_met, op,
-                        "tensor axes '{c}' and '{c}' are sharded by the same mesh dim {}", c.first, c.second, m);
-    axis_to_dim_map resolved = map;
-    map.for_each([&](char label, std::int64_t d) {
-      if (d == static_cast<std::int64_t>(m) && label != c.first) resolved.set(label, -1);
-    });
-    map = resolved;
-  }
-  return {};
+  return conflict ? resolve_conflicts(map, claims, merge_conflicts) : status{};
 }
 
 }  // namespace detail

@@ -49,11 +49,7 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
     detail::einsum_labels<2> l;
     CTSPMD_TRY(labels_of(l, in[0].ndim(), in[1].ndim()));
     if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_forward(info, l, in, /*merge_conflicts=*/true);
-    const auto t = transposed_operands(in, attrs);
-    if (!t) return t.error();
-    CTSPMD_TRY(detail::einsum_forward(info, l, {t->data(), 2}, /*merge_conflicts=*/true));
-    swap_back(info, attrs);
-    return {};
+    return forward_transposed(info, l, in, attrs);
   }
 
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
@@ -61,11 +57,7 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
     detail::einsum_labels<2> l;
     CTSPMD_TRY(labels_of(l, in[0].ndim(), in[1].ndim()));
     if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_backward(info, l, in, out);
-    const auto t = transposed_operands(in, attrs);
-    if (!t) return t.error();
-    CTSPMD_TRY(detail::einsum_backward(info, l, {t->data(), 2}, out));
-    swap_back(info, attrs);
-    return {};
+    return backward_transposed(info, l, in, out, attrs);
   }
 
   /// The einsum notation of a matmul of ranks `x_ndim` and `y_ndim` (in (m, k) / (k, n) order).
@@ -110,6 +102,26 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
                : x_ndim == 1              ? batch_n(b)
                : y_ndim == 1              ? batch_mn(b).substr(0, b + 1)  // the batch letters, then m
                                           : batch_mn(b);
+    return {};
+  }
+
+  // With a transposed operand: the einsum over x and y as it reads them, its inferred input
+  // mappings swapped back. Apart, so that the copies of the operands they make do not weigh
+  // on the untransposed call.
+  CTSPMD_NOINLINE static constexpr status forward_transposed(spmd_info& info, const detail::einsum_labels<2>& l,
+                                                             spec_span in, const attributes& attrs) {
+    const auto t = transposed_operands(in, attrs);
+    if (!t) return t.error();
+    CTSPMD_TRY(detail::einsum_forward(info, l, {t->data(), 2}, /*merge_conflicts=*/true));
+    swap_back(info, attrs);
+    return {};
+  }
+  CTSPMD_NOINLINE static constexpr status backward_transposed(spmd_info& info, const detail::einsum_labels<2>& l,
+                                                              spec_span in, spec_span out, const attributes& attrs) {
+    const auto t = transposed_operands(in, attrs);
+    if (!t) return t.error();
+    CTSPMD_TRY(detail::einsum_backward(info, l, {t->data(), 2}, out));
+    swap_back(info, attrs);
     return {};
   }
 
