@@ -15,8 +15,8 @@ namespace ctspmd {
 /// For each axis letter seen by a merge: -1 (replicated) or the mesh dim that shards it.
 /// A fixed table over the 52 letters, so lookups are O(1) and nothing allocates; a bit per
 /// letter says which have an entry, so iterating the entries visits only those. The table
-/// has two more slots, read for `'1'` (-1) and for every other char (`not_a_label`), so
-/// that `entry` is one load.
+/// reads -1 for a letter without an entry, and has two more slots, read for `'1'` (-1) and
+/// for every other char (`not_a_label`), so that `entry` is one load.
 class axis_to_dim_map {
   static_assert(axis_letter_count <= 64, "one bit per axis letter in a 64-bit word");
 
@@ -39,11 +39,11 @@ class axis_to_dim_map {
     return i >= 0 && (present_ >> i & 1u) != 0 ? std::int64_t{dims_[static_cast<std::size_t>(i)]} : fallback;
   }
   /// What a label without an entry reads as (`entry`).
-  static constexpr std::int64_t absent = -2;
   /// What a char that is not an axis label reads as (`entry`).
-  static constexpr std::int64_t not_a_label = -3;
-  /// The mesh dim of `label` (-1 if replicated), -1 for `'1'` (never sharded), `absent` for
-  /// a letter without an entry, and `not_a_label` for a char that is not an axis label.
+  static constexpr std::int64_t not_a_label = -2;
+  /// The mesh dim of `label`: -1 if replicated, and also for a letter without an entry
+  /// (`contains` tells them apart) and for `'1'` (never sharded); `not_a_label` for a char
+  /// that is not an axis label.
   constexpr std::int64_t entry(char label) const noexcept {
     return dims_[static_cast<std::size_t>(slots[static_cast<unsigned char>(label)])];
   }
@@ -66,12 +66,12 @@ class axis_to_dim_map {
   /// One proposal of a merge (`sharding_merge_for_tensors`): the letter `label` sharded by
   /// `mesh_dim` (-1 or a mesh dim below max_mesh_ndim; neither is checked: the merge checks
   /// its input first). A letter without an entry, or replicated, takes `mesh_dim`; otherwise
-  /// the entry stays. Returns the entry before (`absent` if none), from which the caller
-  /// knows the outcome: a conflict when both are different mesh dims.
+  /// the entry stays. Returns the entry before (-1 if none), from which the caller knows the
+  /// outcome: a conflict when both are different mesh dims.
   constexpr std::int64_t propose(char label, std::int64_t mesh_dim) noexcept {
     const std::size_t i = slots[static_cast<unsigned char>(label)];
     const std::int64_t before = dims_[i];
-    if (before == absent || before == -1) {
+    if (before == -1) {
       dims_[i] = static_cast<std::int8_t>(mesh_dim);
       present_ |= std::uint64_t{1} << i;
     }
@@ -92,7 +92,7 @@ class axis_to_dim_map {
     }
   }
 
-  // Equal maps have the same entries: a letter without one keeps its initial `absent` in dims_.
+  // Equal maps have the same entries: a letter without one keeps its initial -1 in dims_.
   friend constexpr bool operator==(const axis_to_dim_map&, const axis_to_dim_map&) = default;
 
  private:
@@ -117,12 +117,11 @@ class axis_to_dim_map {
   }();
   static constexpr std::array<std::int8_t, axis_letter_count + 2> no_entries() noexcept {
     std::array<std::int8_t, axis_letter_count + 2> a{};
-    for (auto& d : a) d = absent;
-    a[broadcast_slot] = -1;
+    for (auto& d : a) d = -1;
     a[other_slot] = not_a_label;
     return a;
   }
-  std::array<std::int8_t, axis_letter_count + 2> dims_ = no_entries();  ///< `absent` where there is no entry
+  std::array<std::int8_t, axis_letter_count + 2> dims_ = no_entries();  ///< -1 where there is no entry
   std::uint64_t present_ = 0;  ///< bit i: letter i has an entry
 };
 

@@ -100,7 +100,7 @@ constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels 
       if (a == broadcast_label) continue;  // a size-1 dim is never sharded
       const std::int64_t before = map.propose(a, m);
       if (before == m) continue;  // no change; the claim below, if any, is recorded already
-      if (before != axis_to_dim_map::absent && before != -1) {  // a mesh dim stays: m is -1, or a conflict
+      if (before != -1) {  // a mesh dim stays: m is -1, or a conflict
         if (m == -1) continue;
         return try_sharding_merge_for_axis(a, m, before).error();
       }
@@ -160,12 +160,10 @@ constexpr status append_dims_mapping_for_axes(dims_mapping& out, const Labels& a
     return make_error(error_kind::invalid_argument, op, "{} axes exceed max_rank = {}", axes.size(), max_rank);
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const char a = axes[i];
-    std::int64_t m = map.entry(a);  // '1' gives -1
-    if (m < -1) {                   // absent, or not a label
-      if (!unsharded_miss_axis || m == axis_to_dim_map::not_a_label)
-        return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
-      m = -1;
-    }
+    const std::int64_t m = map.entry(a);  // -1 for '1' and for a letter without an entry
+    if (m == axis_to_dim_map::not_a_label ||
+        (m == -1 && !unsharded_miss_axis && a != broadcast_label && !map.contains(a)))
+      return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
     out.push_back(m);
   }
   return {};
