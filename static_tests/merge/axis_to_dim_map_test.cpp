@@ -28,3 +28,30 @@ static_assert(map.value_or('Z', -2) == 2 && map.value_or('k', -2) == -1 && map.v
 static_assert(!constant_evaluates<[] { return map.at('b'); }>);
 static_assert(!constant_evaluates<[] { axis_to_dim_map().set('1', 0); }>);
 static_assert(!constant_evaluates<[] { axis_to_dim_map().set('a', 99); }>);
+
+// entry: one load; -1 also for a letter without an entry and for '1', not_a_label otherwise
+static_assert(map.entry('a') == 0 && map.entry('k') == -1 && map.entry('Z') == 2 && map.entry('b') == -1 &&
+              map.entry('1') == -1 && map.entry('-') == axis_to_dim_map::not_a_label &&
+              map.entry('\0') == axis_to_dim_map::not_a_label);
+// for_each(f, except) skips the letters of `except`
+static_assert([] {
+  int n = 0;
+  char last = 0;
+  map.for_each([&](char l, std::int64_t) { ++n, last = l; }, "aZ");
+  return n == 1 && last == 'k';
+}());
+// propose: a letter without an entry, or replicated, takes the proposal; a mesh dim stays.
+// It returns the entry before, -1 when there was none.
+static_assert([] {
+  axis_to_dim_map m;
+  const bool first = m.propose('x', -1) == -1 && m.contains('x') && m.entry('x') == -1;
+  const bool shard = m.propose('x', 1) == -1 && m.entry('x') == 1;
+  const bool stays = m.propose('x', -1) == 1 && m.propose('x', 0) == 1 && m.entry('x') == 1;
+  return first && shard && stays && m.size() == 1 && !m.contains('y');
+}());
+// an entry that went back to -1 and one never set still compare by presence
+static_assert([] {
+  axis_to_dim_map with, without;
+  with.set('q', -1);
+  return !(with == without) && with.entry('q') == without.entry('q');
+}());

@@ -23,3 +23,11 @@ static_assert(copy.process_mesh() == mesh && copy.batch_dim() == 2 && copy.dims_
 constexpr tensor_dist_attr rep = replicated_on_mesh(src);
 static_assert(rep.process_mesh() == mesh && rep.batch_dim() == 2 && !rep.is_partial());
 static_assert(rep.dims_mapping() == dims_mapping{-1, -1, -1});
+
+// ---- sharding_mesh_dims: the mesh dims of given axes (an einsum's contracted ones) -------------
+static_assert(sharding_mesh_dims(map, "k") == mesh_dims{2});
+static_assert(sharding_mesh_dims(map, "nm") == mesh_dims{0, 1});  // ascending, whatever the order
+static_assert(sharding_mesh_dims(map, "xyz1").empty());             // no entries, '1'
+// the same as resolute_output_partial_dimension of the output axes when no mesh dim shards two axes
+static_assert(sharding_mesh_dims(map, "k") == resolute_output_partial_dimension(map, "mn"));
+static_assert(sharding_mesh_dims(map, "km") == resolute_output_partial_dimension(map, "n"));

@@ -26,3 +26,10 @@ static_assert(!try_get_broadcast_axes(2, 5, "abcd"));               // alphabet 
 static_assert(!try_get_broadcast_axes(10, 10, alphabets::full));    // above max_rank = 9
 static_assert(try_get_broadcast_axes(3, 2, alphabets::full).kind() == error_kind::invalid_argument);
 static_assert(!constant_evaluates<[] { return get_broadcast_axes(3, 2, alphabets::full); }>);
+
+// ---- detail::letters_then: the first b letters of an alphabet, then a tail, as constants ---------
+constexpr ctspmd::detail::letters_then<2> letters_mk{alphabets::matmul, "mk"};
+static_assert(letters_mk(0) == "mk" && letters_mk(2) == "abmk" && letters_mk(3).substr(1) == "bcmk");
+static_assert(letters_mk(max_rank).size() == max_rank + 2);
+constexpr ctspmd::detail::letters_then<1> two_letters_n{"xy", "n"};
+static_assert(two_letters_n(1) == "xn" && two_letters_n(2) == "xyn" && two_letters_n(5) == "xyn");  // only the letters there are

@@ -83,3 +83,13 @@ constexpr auto malformed = dynamic_einsum::try_infer_forward({spec({4}, {-1})}, 
 static_assert(malformed.kind() == error_kind::invalid_argument && malformed.error().values[0] == 1 &&
               malformed.error().op == "einsum");
 static_assert(!dynamic_einsum::try_infer_forward({spec({4}, {-1})}));  // an empty notation has no '->'
+
+// ---- the contracted labels, from which the forward reads the output's partial dims --------------
+constexpr bool contracted_are(std::string_view notation, std::string_view expected) {
+  const auto c = rules::detail::contracted_labels(*try_parse_einsum(notation));
+  return std::string_view(c.data(), c.size()) == expected;
+}
+static_assert(contracted_are("bsh,hd->bsd", "h"));
+static_assert(contracted_are("ij,jk,kl->il", "jk"));  // each once, in order of appearance
+static_assert(contracted_are("i1,ij->j", "i"));       // '1' is no label
+static_assert(contracted_are("ab,ab->ab", ""));
