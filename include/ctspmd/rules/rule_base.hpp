@@ -99,7 +99,7 @@ struct rule_base {
       return make_error(error_kind::invalid_argument, "", "{} inputs and {} outputs exceed max_operands = {}",
                         inputs.size(), outputs.size(), max_operands);
     const dist_tensor_spec* first = !inputs.empty() ? &inputs[0] : !outputs.empty() ? &outputs[0] : nullptr;
-    for (std::size_t i = 1; i < inputs.size(); ++i)  // input 0, if any, is the first
+    for (std::size_t i = 0; i < inputs.size(); ++i)
       if (!(inputs[i].process_mesh() == first->process_mesh()))
         return make_error(error_kind::invalid_argument, "", "input {} is on another process mesh than the first operand", i);
     for (std::size_t i = 0; i < outputs.size(); ++i)
