@@ -38,7 +38,6 @@ class axis_to_dim_map {
     const int i = axis_letter_index(label);
     return i >= 0 && (present_ >> i & 1u) != 0 ? std::int64_t{dims_[static_cast<std::size_t>(i)]} : fallback;
   }
-  /// What a label without an entry reads as (`entry`).
   /// What a char that is not an axis label reads as (`entry`).
   static constexpr std::int64_t not_a_label = -2;
   /// The mesh dim of `label`: -1 if replicated, and also for a letter without an entry

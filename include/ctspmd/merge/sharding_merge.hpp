@@ -104,7 +104,7 @@ constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels 
         if (m == -1) continue;
         return try_sharding_merge_for_axis(a, m, before).error();
       }
-      if (m == -1) continue;
+      // The entry was -1 or none, and is now m, a mesh dim (m == -1 continued above).
       auto& c = claims[static_cast<std::size_t>(m)];
       if (c.first == 0) {
         c.first = a;

@@ -85,8 +85,8 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
   /// Sets `l` to `X,jk->Xk`, X being the first `x_ndim` letters of the alphabet (checking
   /// first that they exist, then that the output's rank is within max_rank), as views.
   static constexpr status labels_of(detail::einsum_labels<2>& l, std::int64_t x_ndim) {
-    axes_string unused;  // only the checks of get_broadcast_axes, for its errors
-    CTSPMD_TRY(ctspmd::detail::append_broadcast_axes(unused, 0, x_ndim, alphabets::embedding));
+    if (static_cast<std::size_t>(x_ndim) > alphabets::embedding.size())  // get_broadcast_axes's error
+      return try_get_broadcast_axes(x_ndim, x_ndim, alphabets::embedding).error();
     CTSPMD_TRY(check_output_rank(x_ndim));
     const auto b = static_cast<std::size_t>(x_ndim);  // < max_rank
     l.inputs = {alphabets::embedding.substr(0, b), "jk"};

@@ -89,10 +89,8 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
     // Each operand's batch letters are the last of the first `batch` letters of the alphabet
     // (`get_broadcast_axes`). The one way that can fail is a batch longer than the alphabet
     // (only with a max_rank above Paddle's); its error is get_broadcast_axes's.
-    if (static_cast<std::size_t>(batch) > alphabets::matmul.size()) {
-      axes_string unused;
-      return ctspmd::detail::append_broadcast_axes(unused, 0, batch, alphabets::matmul);
-    }
+    if (static_cast<std::size_t>(batch) > alphabets::matmul.size())
+      return try_get_broadcast_axes(0, batch, alphabets::matmul).error();
     const auto b = static_cast<std::size_t>(batch);  // <= max_rank - 2: the ranks are those of specs
     const auto batch_of = [&](std::int64_t ndim) { return b - static_cast<std::size_t>(ndim - 2); };
     l.contracted = "k";
