@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
 #include <string_view>
 
 namespace ctspmd_test {
@@ -15,7 +16,7 @@ void check_error(F f, ctspmd::error_kind kind, std::string_view part) {
     FAIL("no spmd_error thrown; expected: " << part);
   } catch (const ctspmd::spmd_error& e) {
     CHECK(e.kind() == kind);
-    CHECK_MESSAGE(std::string_view(e.what()).find(part) != std::string_view::npos, e.what());
+    CHECK_MESSAGE(std::string_view(e.what()).find(part) != std::string_view::npos, std::string(e.what()));
   }
 }
 }  // namespace ctspmd_test

@@ -152,7 +152,7 @@ TEST_CASE("concat backward") {
       [&] {
         (void)concat::infer_backward({x0, x1}, {}, {.axis = 1});
       },
-      inv, "concat: expects 1 outputs, got 0");
+      inv, "concat: expects 1 output, got 0");
   check_error(
       [&] {
         (void)concat::infer_backward({x0, x1}, {spec({32}, {-1})}, {.axis = 1});

@@ -51,7 +51,7 @@ TEST_CASE("einsum errors") {
   check_error([&] { fwd("abcdefghij,a->a"); }, error_kind::invalid_argument, "more than max_rank = 9 labels");
   check_error([&] { fwd("mkj,kn->mn"); }, error_kind::invalid_argument,
               "einsum: input 0 has rank 2 but the notation gives it 3 labels");
-  check_error([&] { fwd("mk->m"); }, error_kind::invalid_argument, "einsum: expects 1 inputs, got 2");
+  check_error([&] { fwd("mk->m"); }, error_kind::invalid_argument, "einsum: expects 1 input, got 2");
   check_error([&] { (void)dynamic_einsum::infer_forward({spec({4, 8}, {-1, 0}), spec({8, 6}, {1, -1})}, {.notation = "mk,kn->mn"}); },
               error_kind::unimplemented, "tensor axis 'k' is sharded by two different mesh dims");
   check_error([&] { (void)dynamic_einsum::infer_backward({x, y}, {spec({4}, {-1})}, {.notation = "mk,kn->mn"}); },

@@ -119,7 +119,7 @@ TEST_CASE("elementwise backward") {
       },
       error_kind::invalid_argument, "the output has size 6 at dim 1, but the inputs broadcast to size 8");
   check_error([] { (void)elementwise::infer_backward({spec({4, 8}, {-1, -1})}, {}); }, error_kind::invalid_argument,
-              "expects 1 outputs, got 0");
+              "expects 1 output, got 0");
   check_error(
       [] {
         (void)elementwise::infer_backward(std::span<const dist_tensor_spec>{}, std::span<const dist_tensor_spec>{});

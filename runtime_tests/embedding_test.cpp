@@ -78,7 +78,7 @@ TEST_CASE("embedding backward") {
   check_error([&] { (void)embedding::infer_backward({x, w}, {spec({4, 768}, {-1, -1})}); },
               error_kind::invalid_argument, "x has rank 2 and the output rank 2");
   check_error([&] { (void)embedding::infer_backward({x, w}, {}); }, error_kind::invalid_argument,
-              "expects 1 outputs, got 0");
+              "expects 1 output, got 0");
   check_error([&] { (void)embedding::infer_backward({x}, {spec({4, 16, 768}, {0, -1, 1})}); },
               error_kind::invalid_argument, "expects 2 inputs, got 1");
 }

@@ -68,7 +68,7 @@ TEST_CASE("matmul errors") {
       [] { (void)matmul::infer_backward({spec({64, 32}, {-1, -1}), spec({32, 48}, {-1, -1})}, {spec({64, 48, 1}, {-1, -1, -1})}); },
       error_kind::invalid_argument, "output 0 has rank 3 but the notation gives it 2 labels");
   check_error([] { (void)matmul::infer_backward({spec({64, 32}, {-1, -1}), spec({32, 48}, {-1, -1})}, {}); },
-              error_kind::invalid_argument, "expects 1 outputs, got 0");
+              error_kind::invalid_argument, "expects 1 output, got 0");
 }
 
 TEST_CASE("matmul backward") {

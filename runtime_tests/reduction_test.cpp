@@ -110,8 +110,8 @@ TEST_CASE("reduction forward errors") {
         (void)reduction::infer_forward({x}, {.axis = {1, -2}});
       },
       error_kind::invalid_argument, "reduction axis -2 names dim 1 a second time");
-  check_error([] { (void)reduction::infer_forward({}); }, error_kind::invalid_argument, "expects 1 inputs, got 0");
-  check_error([] { (void)reduction::infer_forward({x, x}); }, error_kind::invalid_argument, "expects 1 inputs, got 2");
+  check_error([] { (void)reduction::infer_forward({}); }, error_kind::invalid_argument, "expects 1 input, got 0");
+  check_error([] { (void)reduction::infer_forward({x, x}); }, error_kind::invalid_argument, "expects 1 input, got 2");
   check_error([] { (void)reduction::infer_forward({x}, {.reduce = static_cast<reduce_type>(9)}); },
               error_kind::invalid_argument, "reduce 9 is not a reduce_type");
 }
@@ -152,9 +152,9 @@ TEST_CASE("reduction backward") {
   check_error([] { (void)reduction::infer_backward({x}, {spec({4}, {-1})}, {.axis = {7}}); },
               error_kind::invalid_argument, "reduction axis 7 is out of range");
   check_error([] { (void)reduction::infer_backward({x}, {}, {.axis = {1}}); }, error_kind::invalid_argument,
-              "expects 1 outputs, got 0");
+              "expects 1 output, got 0");
   check_error([] { (void)reduction::infer_backward({}, {spec({4}, {-1})}); }, error_kind::invalid_argument,
-              "expects 1 inputs, got 0");
+              "expects 1 input, got 0");
 }
 
 TEST_CASE("reduction forward -> backward round trip") {

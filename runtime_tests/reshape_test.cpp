@@ -181,7 +181,7 @@ TEST_CASE("reshape errors") {
       [&] {
         (void)reshape::infer_forward({x, x}, {.shape = {24}});
       },
-      error_kind::invalid_argument, "reshape: expects 1 inputs, got 2");
+      error_kind::invalid_argument, "reshape: expects 1 input, got 2");
   check_error(
       [] {
         (void)reshape::infer_target_shape({2, 3}, {-1, -1});
@@ -204,7 +204,7 @@ TEST_CASE("reshape errors") {
       },
       error_kind::invalid_argument, "the target shape 25");
   check_error([&] { (void)reshape::infer_backward({x}, {}, {.shape = {24}}); }, error_kind::invalid_argument,
-              "expects 1 outputs, got 0");
+              "expects 1 output, got 0");
 }
 
 // ---- round trip ------------------------------------------------------------------------------------------

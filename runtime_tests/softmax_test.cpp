@@ -50,7 +50,7 @@ TEST_CASE("softmax forward") {
   check_error([] { (void)softmax::infer_forward({spec({}, {})}, {.axis = 1}); }, error_kind::invalid_argument,
               "axis 1 is outside [-1, 1) for x of rank 0");
   check_error([] { (void)softmax::infer_forward({spec({4}, {-1}), spec({4}, {-1})}); }, error_kind::invalid_argument,
-              "expects 1 inputs, got 2");
+              "expects 1 input, got 2");
 }
 
 TEST_CASE("softmax backward") {
@@ -73,7 +73,7 @@ TEST_CASE("softmax backward") {
   check_error([&] { (void)softmax::infer_backward({x}, {x}, {.axis = 5}); }, error_kind::invalid_argument,
               "axis 5 is outside [-3, 3) for x of rank 3");
   check_error([&] { (void)softmax::infer_backward({x}, {}); }, error_kind::invalid_argument,
-              "expects 1 outputs, got 0");
+              "expects 1 output, got 0");
 }
 
 TEST_CASE("softmax forward -> backward round trip") {

@@ -100,9 +100,9 @@ TEST_CASE("split forward errors") {
               "axis -3 is out of range for x of rank 2");
   check_error([&] { (void)split::infer_forward({spec({}, {})}, {.num = 1}); }, inv,
               "axis 0 is out of range for x of rank 0");
-  check_error([&] { (void)split::infer_forward({x, x}, {.num = 2}); }, inv, "split: expects 1 inputs, got 2");
+  check_error([&] { (void)split::infer_forward({x, x}, {.num = 2}); }, inv, "split: expects 1 input, got 2");
   check_error([&] { (void)split::infer_forward(std::initializer_list<dist_tensor_spec>{}, {.num = 2}); }, inv,
-              "expects 1 inputs, got 0");
+              "expects 1 input, got 0");
 }
 
 TEST_CASE("split backward") {
@@ -160,7 +160,7 @@ TEST_CASE("split backward") {
       [&] {
         (void)split::infer_backward({}, {spec({6, 4}, {-1, -1})}, halves);
       },
-      inv, "expects 1 inputs, got 0");
+      inv, "expects 1 input, got 0");
 }
 
 TEST_CASE("split forward -> backward round trip") {

@@ -53,7 +53,7 @@ TEST_CASE("transpose forward errors") {
   check_error([&] { (void)transpose::infer_forward({x}, {.perm = {0, 2, -3}}); }, error_kind::invalid_argument,
               "perm entry -3 (position 2) repeats x dim 0");
   check_error([&] { (void)transpose::infer_forward({x, x}, {.perm = {0, 1, 2}}); }, error_kind::invalid_argument,
-              "expects 1 inputs, got 2");
+              "expects 1 input, got 2");
 }
 
 TEST_CASE("transpose backward") {
@@ -74,7 +74,7 @@ TEST_CASE("transpose backward") {
   check_error([&] { (void)transpose::infer_backward({x}, {spec({8, 2, 4}, {-1, -1, -1})}, {.perm = {2, 0, 2}}); },
               error_kind::invalid_argument, "perm entry 2 (position 2) repeats x dim 2");
   check_error([&] { (void)transpose::infer_backward({x}, {}, {.perm = {2, 0, 1}}); }, error_kind::invalid_argument,
-              "expects 1 outputs, got 0");
+              "expects 1 output, got 0");
 }
 
 TEST_CASE("transpose forward -> backward round trip") {

@@ -8,11 +8,13 @@
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/dist_tensor_spec.hpp>
 #include <ctspmd/dist/format.hpp>
+#include <ctspmd/dist/mesh_dim_list.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
 #include <ctspmd/dist/spmd_info.hpp>
 #include <ctspmd/dist/tensor_dist_attr.hpp>
 #include <ctspmd/merge/axis_to_dim_map.hpp>
 #include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/policies.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/model/plan.hpp>
 #include <ctspmd/model/propagate.hpp>
@@ -32,6 +34,7 @@
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/transpose.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 

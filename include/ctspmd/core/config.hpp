@@ -29,13 +29,14 @@ namespace ctspmd {
 
 /// Largest tensor rank (Paddle's limit is 9).
 inline constexpr std::size_t max_rank = CTSPMD_MAX_RANK;
-/// Largest number of process-mesh dimensions.
+/// Largest number of process-mesh dimensions (at most 15: a list of mesh dims packs into a
+/// 64-bit word, 4 bits per entry).
 inline constexpr std::size_t max_mesh_ndim = CTSPMD_MAX_MESH_NDIM;
 /// Largest number of inputs (or outputs) of one operator.
 inline constexpr std::size_t max_operands = CTSPMD_MAX_OPERANDS;
 
 static_assert(max_rank >= 1 && max_rank <= 52, "CTSPMD_MAX_RANK must be in [1, 52]");
-static_assert(max_mesh_ndim >= 1 && max_mesh_ndim <= 64, "CTSPMD_MAX_MESH_NDIM must be in [1, 64]");
+static_assert(max_mesh_ndim >= 1 && max_mesh_ndim <= 15, "CTSPMD_MAX_MESH_NDIM must be in [1, 15]");
 static_assert(max_operands >= 1 && max_operands <= 255, "CTSPMD_MAX_OPERANDS must be in [1, 255]");
 
 }  // namespace ctspmd

@@ -35,8 +35,8 @@ constexpr std::string_view to_string(error_kind k) noexcept {
 }
 
 /// A recorded failure: what went wrong, in which operator, with which values.
-/// `format` is a string literal; `{}` stands for the next value as an integer and `{c}`
-/// for the next value as a character (an axis label).
+/// `format` is a string literal; `{}` stands for the next value as an integer, `{c}` for the
+/// next value as a character (an axis label), and `{0}` ... `{3}` for that value as an integer.
 struct error_info {
   error_kind kind = error_kind::invalid_argument;
   std::string_view op{};          ///< operator or function that failed ("" for none)
@@ -54,7 +54,11 @@ struct error_info {
     for (const char* p = format; *p != '\0'; ++p) {
       const bool int_slot = p[0] == '{' && p[1] == '}';
       const bool char_slot = p[0] == '{' && p[1] == 'c' && p[2] == '}';
-      if ((int_slot || char_slot) && next < values.size()) {
+      const bool indexed_slot = p[0] == '{' && p[1] >= '0' && p[1] <= '3' && p[2] == '}';
+      if (indexed_slot) {
+        out.append(std::to_string(values[static_cast<std::size_t>(p[1] - '0')]));
+        p += 2;
+      } else if ((int_slot || char_slot) && next < values.size()) {
         const std::int64_t v = values[next++];
         if (char_slot && v >= 0x20 && v < 0x7f) {
           out.push_back(static_cast<char>(v));

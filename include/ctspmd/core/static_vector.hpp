@@ -62,13 +62,15 @@ struct sparse_storage {
 
 }  // namespace detail
 
-/// A vector of at most N copyable, trivially destructible elements stored inline. The unused
+/// A vector of at most N copyable, trivially destructible elements stored inline. `Tag` makes
+/// vectors of the same elements distinct types (a dims mapping is not a shape); vectors of
+/// different tags convert only explicitly. The unused
 /// capacity of a large vector is left uninitialised at run time, so construction and copies
 /// cost only the used elements; a small one (at most 128 bytes of trivially copyable
 /// elements) is zeroed and copies as one block, and is itself trivially copyable. During
 /// constant evaluation every slot is initialised, as constant expressions require. Exceeding
 /// the capacity is an `invalid_argument` error (a compile error in constant evaluation).
-template <class T, std::size_t N>
+template <class T, std::size_t N, class Tag = void>
 class static_vector {
   static_assert(std::is_copy_constructible_v<T> && std::is_trivially_destructible_v<T>,
                 "static_vector holds copyable, trivially destructible elements");
@@ -95,16 +97,25 @@ class static_vector {
   /// The storage's copy: one block for a small vector, the used elements of a large one.
   constexpr static_vector(const static_vector&) = default;
   constexpr static_vector& operator=(const static_vector&) = default;
-  /// `count` copies of `value`.
-  constexpr static_vector(size_type count, const T& value) {
-    if (count > N) raise(capacity_error(count));
-    for (size_type i = 0; i < count; ++i) std::construct_at(data() + s_.size++, value);
+  /// `n` copies of `value`.
+  constexpr static_vector(size_type n, const T& value) {
+    if (n > N) raise(capacity_error(n));
+    for (size_type i = 0; i < n; ++i) std::construct_at(data() + s_.size++, value);
   }
   /// From any range of values convertible to T (another static_vector, a string_view, ...).
+  /// An integer that T cannot represent (a mesh dim of 300 into an 8-bit entry) is an
+  /// `invalid_argument`, not a silently wrapped value.
   template <class Range>
     requires requires(const Range& r) { r.begin(); r.end(); }
   constexpr explicit static_vector(const Range& r) {
-    for (auto&& v : r) push_back(static_cast<T>(v));
+    for (auto&& v : r) {
+      using source = std::remove_cvref_t<decltype(v)>;
+      if constexpr (std::is_integral_v<T> && std::is_integral_v<source> && !std::is_same_v<T, source>) {
+        const T t = static_cast<T>(v);
+        if (static_cast<source>(t) != v || (t < T{}) != (v < source{})) raise(range_error(static_cast<std::int64_t>(v)));
+      }
+      push_back(static_cast<T>(v));
+    }
   }
 
   static constexpr size_type capacity() noexcept { return N; }
@@ -142,11 +153,11 @@ class static_vector {
     --s_.size;
   }
   constexpr void clear() noexcept { s_.size = 0; }
-  /// Shrinks to `count` elements, or grows with copies of `value`.
-  constexpr void resize(size_type count, const T& value = T{}) {
-    if (count > N) raise(capacity_error(count));
-    while (s_.size < count) std::construct_at(data() + s_.size++, value);
-    s_.size = static_cast<std::uint8_t>(count);
+  /// Shrinks to `n` elements, or grows with copies of `value`.
+  constexpr void resize(size_type n, const T& value = T{}) {
+    if (n > N) raise(capacity_error(n));
+    while (s_.size < n) std::construct_at(data() + s_.size++, value);
+    s_.size = static_cast<std::uint8_t>(n);
   }
 
   friend constexpr bool operator==(const static_vector& a, const static_vector& b) {
@@ -160,6 +171,9 @@ class static_vector {
   static constexpr error_info capacity_error(size_type wanted) {
     return make_error(error_kind::invalid_argument, "static_vector",
                       "{} elements exceed the capacity of {} (raise the CTSPMD_MAX_* macro)", wanted, N);
+  }
+  static constexpr error_info range_error(std::int64_t v) {
+    return make_error(error_kind::invalid_argument, "static_vector", "the value {} is out of the element type's range", v);
   }
   static constexpr error_info index_error(size_type i) {
     return make_error(error_kind::invalid_argument, "static_vector", "index {} is out of range", i);

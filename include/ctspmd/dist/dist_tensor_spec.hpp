@@ -21,10 +21,9 @@ class dist_tensor_spec {
   /// Checks a shape against its dist attribute: one mapping entry per dim, and every size
   /// non-negative or -1 (unknown until run time).
   static constexpr status check(const tensor_shape& shape, const tensor_dist_attr& attr) {
-    if (shape.size() != attr.dims_mapping().size())
+    if (shape.size() != attr.rank())
       return make_error(error_kind::invalid_argument, "dist_tensor_spec",
-                        "the dims mapping has {} entries but the tensor has rank {}", attr.dims_mapping().size(),
-                        shape.size());
+                        "the dims mapping has {} entries but the tensor has rank {}", attr.rank(), shape.size());
     for (std::size_t i = 0; i < shape.size(); ++i)
       if (shape[i] < -1)
         return make_error(error_kind::invalid_argument, "dist_tensor_spec",
@@ -35,7 +34,9 @@ class dist_tensor_spec {
   constexpr const tensor_shape& shape() const noexcept { return shape_; }
   constexpr std::int64_t ndim() const noexcept { return static_cast<std::int64_t>(shape_.size()); }
   constexpr const tensor_dist_attr& dist_attr() const noexcept { return attr_; }
-  constexpr const ctspmd::dims_mapping& dims_mapping() const noexcept { return attr_.dims_mapping(); }
+  /// The flat dims mapping (an `invalid_argument` if a dim is co-sharded).
+  constexpr ctspmd::dims_mapping dims_mapping() const { return attr_.dims_mapping(); }
+  constexpr ctspmd::multi_dims_mapping multi_dims_mapping() const { return attr_.multi_dims_mapping(); }
   constexpr const ctspmd::process_mesh& process_mesh() const noexcept { return attr_.process_mesh(); }
 
   friend constexpr bool operator==(const dist_tensor_spec&, const dist_tensor_spec&) = default;

@@ -10,8 +10,8 @@
 namespace ctspmd {
 
 /// "[0, -1, 1]"
-template <class T, std::size_t N>
-std::string to_string(const static_vector<T, N>& v) {
+template <class T, std::size_t N, class Tag>
+std::string to_string(const static_vector<T, N, Tag>& v) {
   std::string s = "[";
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (i) s += ", ";
@@ -20,15 +20,24 @@ std::string to_string(const static_vector<T, N>& v) {
   return s + "]";
 }
 
-/// "dims_mapping [0, -1], partial {1: sum}" (the partial part only when partial).
+/// "dims_mapping [0, -1], partial {1: sum}" (the partial part only when partial); a co-sharded
+/// mapping prints its lists, "dims_mapping [[0, 1], []]".
 inline std::string to_string(const tensor_dist_attr& a) {
-  std::string s = "dims_mapping " + to_string(a.dims_mapping());
+  std::string s = "dims_mapping ";
+  if (a.is_co_sharded()) {
+    s += "[";
+    for (std::size_t d = 0; d < a.rank(); ++d) s += (d ? ", " : "") + to_string(a.mesh_dims_of(d));
+    s += "]";
+  } else {
+    s += to_string(a.dims_mapping());
+  }
   if (a.is_partial()) {
     s += ", partial {";
-    const auto dims = a.partial_dims();
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-      if (i) s += ", ";
-      s += std::to_string(dims[i]) + ": " + to_string(a.partial_reduce_type(dims[i]));
+    bool first = true;
+    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m) {
+      if (!a.is_partial(m)) continue;
+      s += (first ? "" : ", ") + std::to_string(m) + ": " + to_string(a.partial_reduce_type(m));
+      first = false;
     }
     s += "}";
   }

@@ -1,10 +1,11 @@
 #ifndef CTSPMD_DIST_TENSOR_DIST_ATTR_HPP
 #define CTSPMD_DIST_TENSOR_DIST_ATTR_HPP
-/// \file `tensor_dist_attr`: how one tensor is laid out on a mesh (dims mapping, partial
-/// status, batch dim).
+/// \file `tensor_dist_attr`: how one tensor is laid out on a mesh (the mesh dims that split
+/// each tensor dim, partial status, batch dim).
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
@@ -15,58 +16,126 @@ namespace detail {
 struct tensor_dist_attr_access;
 }  // namespace detail
 
-/// A tensor's distribution: the mesh, which mesh dim splits each tensor dim, and on which
-/// mesh dims the tensor is partial (with the reduction that combines the parts).
-/// Invariants (checked by every mutator): dims-mapping entries are -1 or mesh dims of this
-/// mesh, no mesh dim appears twice, partial dims are mesh dims of this mesh, and no mesh dim
-/// is both sharding and partial.
+/// A tensor's distribution: the mesh, which mesh dims split each tensor dim, and on which mesh
+/// dims the tensor is partial (with the reduction that combines the parts).
+///
+/// The mapping has two forms. `multi_dims_mapping()` always works: per tensor dim the mesh dims
+/// that split it, major first (`{{0, 1}, {}}`), empty for replicated. `dims_mapping()` is the
+/// flat view for the common case where no tensor dim is split over two mesh dims (`{0, -1}`);
+/// on a co-sharded attr it is an `invalid_argument`. Both forms build an attr from a brace list.
+///
+/// Invariants (checked by every constructor and mutator): mapping entries are mesh dims of
+/// this mesh, no mesh dim appears twice in the whole mapping, partial dims are mesh dims of
+/// this mesh, and no mesh dim is both sharding and partial.
+///
+/// Representation (compact: rules return several of these): per tensor dim its major mesh dim
+/// (-1 if none), and per mesh dim the next, more minor, mesh dim of the same tensor dim (-1 at
+/// the end of a list); per mesh dim its partial reduce type (-1 if not partial).
 class tensor_dist_attr {
  public:
   /// Empty mesh, empty dims mapping. (User-provided, not defaulted: value-initialisation, as in
   /// `emplace_back()`, of a class with a defaulted constructor first zero-fills the whole
-  /// object, which GCC 12 does with a slow `rep stos`, before the members' own initialisers.)
+  /// object before the members' own initialisers.)
   constexpr tensor_dist_attr() noexcept {}
   /// An empty dims mapping (a rank-0 tensor, or one whose mapping is appended) on `mesh`.
   constexpr explicit tensor_dist_attr(const process_mesh& mesh) noexcept : mesh_(mesh) {}
-  /// `mapping` on `mesh`; no partial status.
+  /// The flat `mapping` on `mesh` (`{mesh, {0, -1}}`); no partial status.
   constexpr tensor_dist_attr(const process_mesh& mesh, const ctspmd::dims_mapping& mapping)  // NOLINT: brace-init by design
       : mesh_(mesh) {
     set_dims_mapping(mapping);
   }
+  /// The co-shard `mapping` on `mesh`; no partial status.
+  constexpr tensor_dist_attr(const process_mesh& mesh, const ctspmd::multi_dims_mapping& mapping)  // NOLINT
+      : mesh_(mesh) {
+    set_dims_mapping(mapping);
+  }
+  /// The co-shard mapping written as a brace list, `{mesh, {{0, 1}, {}, {2}}}`.
+  constexpr tensor_dist_attr(const process_mesh& mesh, std::initializer_list<mesh_dims> mapping)  // NOLINT
+      : tensor_dist_attr(mesh, ctspmd::multi_dims_mapping(mapping)) {}
 
-  /// Checks a dims mapping against a mesh without building anything.
+  /// Checks a flat dims mapping against a mesh without building anything.
   static constexpr status check(const process_mesh& mesh, const ctspmd::dims_mapping& mapping) {
-    // One pass with a bit per mesh dim seen: every attr a rule builds is checked, so this is
-    // on the hot path. The quadratic search for the earlier dim runs only to word an error.
-    std::uint64_t seen = 0;
-    for (std::size_t i = 0; i < mapping.size(); ++i) {
-      const auto m = mapping[i];
-      if (m == -1) continue;
-      if (m < -1 || m >= mesh.ndim())
-        return make_error(error_kind::invalid_argument, "tensor_dist_attr",
-                          "dims mapping entry {} of tensor dim {} is not -1 or a mesh dim in [0, {})", m, i, mesh.ndim());
-      const std::uint64_t bit = std::uint64_t{1} << m;  // m < mesh.ndim() <= max_mesh_ndim <= 64
-      if ((seen & bit) != 0) {
-        std::size_t j = 0;
-        while (mapping[j] != m) ++j;
-        return make_error(error_kind::invalid_argument, "tensor_dist_attr",
-                          "mesh dim {} shards both tensor dim {} and tensor dim {}", m, j, i);
-      }
-      seen |= bit;
-    }
+    std::uint64_t seen = 0;  // bit m: mesh dim m seen (m < max_mesh_ndim <= 15)
+    for (std::size_t i = 0; i < mapping.size(); ++i)
+      if (const auto m = mapping[i]; m != -1 && !check_entry(mesh, m, seen))
+        return entry_error(mesh, m, first_dim(mapping, m), i);
     return {};
+  }
+  /// Checks a co-shard mapping against a mesh without building anything.
+  static constexpr status check(const process_mesh& mesh, const ctspmd::multi_dims_mapping& mapping) {
+    std::uint64_t seen = 0;
+    for (std::size_t i = 0; i < mapping.size(); ++i)
+      for (const auto m : mapping[i])
+        if (!check_entry(mesh, m, seen)) return entry_error(mesh, m, first_dim(mapping, m), i);
+    return {};
+  }
+  static constexpr status check(const process_mesh& mesh, std::initializer_list<mesh_dims> mapping) {
+    return check(mesh, ctspmd::multi_dims_mapping(mapping));
   }
 
   constexpr const ctspmd::process_mesh& process_mesh() const noexcept { return mesh_; }
-  constexpr const ctspmd::dims_mapping& dims_mapping() const noexcept { return mapping_; }
+  /// Number of tensor dims the mapping describes.
+  constexpr std::size_t rank() const noexcept { return mapping_.size(); }
+  /// True if some tensor dim is split over two or more mesh dims.
+  constexpr bool is_co_sharded() const noexcept {
+    for (const auto n : next_)
+      if (n != -1) return true;
+    return false;
+  }
+  /// The flat dims mapping; an `invalid_argument` if a tensor dim is co-sharded (use
+  /// `multi_dims_mapping()`, which always works).
+  constexpr ctspmd::dims_mapping dims_mapping() const {
+    if (is_co_sharded()) raise(co_shard_error());
+    ctspmd::dims_mapping out;
+    for (const auto m : mapping_) out.push_back(m);
+    return out;
+  }
+  /// Per tensor dim, the mesh dims that split it, major first.
+  constexpr ctspmd::multi_dims_mapping multi_dims_mapping() const {
+    ctspmd::multi_dims_mapping out;
+    for (std::size_t d = 0; d < mapping_.size(); ++d) out.push_back(mesh_dims_of(d));
+    return out;
+  }
+  /// The mesh dims that split tensor dim `d` (< rank()), major first.
+  constexpr mesh_dims mesh_dims_of(std::size_t d) const {
+    mesh_dims out;
+    for (std::int64_t m = mapping_[d]; m != -1; m = next_[static_cast<std::size_t>(m)]) out.push_back(m);
+    return out;
+  }
+  /// The tensor dim that mesh dim `mesh_dim` splits, or -1 (also for a mesh dim out of range).
+  constexpr std::int64_t sharded_tensor_dim(std::int64_t mesh_dim) const noexcept {
+    for (std::size_t d = 0; d < mapping_.size(); ++d)
+      for (std::int64_t m = mapping_.data()[d]; m != -1; m = next_[static_cast<std::size_t>(m)])
+        if (m == mesh_dim) return static_cast<std::int64_t>(d);
+    return -1;
+  }
   constexpr std::int64_t batch_dim() const noexcept { return batch_dim_; }
   constexpr void set_batch_dim(std::int64_t d) noexcept { batch_dim_ = d; }
 
   /// Replaces the dims mapping (checked against the mesh and the partial dims).
   constexpr void set_dims_mapping(const ctspmd::dims_mapping& mapping) {
     check(mesh_, mapping).check();
-    check_not_partial(mapping);
-    mapping_ = mapping;
+    mapping_.clear();
+    for (const auto m : mapping) {
+      if (m != -1) check_not_partial(m);
+      mapping_.push_back(static_cast<std::int8_t>(m));  // in [-1, max_mesh_ndim): checked
+    }
+    next_ = no_mesh_dims();
+  }
+  /// Replaces the dims mapping by a co-shard one (checked against the mesh and the partial dims).
+  constexpr void set_dims_mapping(const ctspmd::multi_dims_mapping& mapping) {
+    check(mesh_, mapping).check();
+    mapping_.clear();
+    next_ = no_mesh_dims();
+    for (const auto& list : mapping) {
+      for (const auto m : list) check_not_partial(m);
+      mapping_.push_back(static_cast<std::int8_t>(list.empty() ? -1 : list[0]));
+      for (std::size_t k = 1; k < list.size(); ++k)
+        next_[static_cast<std::size_t>(list[k - 1])] = static_cast<std::int8_t>(list[k]);
+    }
+  }
+  constexpr void set_dims_mapping(std::initializer_list<mesh_dims> mapping) {
+    set_dims_mapping(ctspmd::multi_dims_mapping(mapping));
   }
 
   /// Mesh dims on which the tensor is partial, ascending.
@@ -103,17 +172,14 @@ class tensor_dist_attr {
       if (is_partial(m))
         raise(make_error(error_kind::invalid_argument, "tensor_dist_attr", "the tensor is already partial on mesh dim {}",
                          m));
-      for (auto d : mapping_)
-        if (d == m)
-          raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
-                           "mesh dim {} cannot be partial: it shards a tensor dim", m));
+      if (sharded_tensor_dim(m) != -1)
+        raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
+                         "mesh dim {} cannot be partial: it shards tensor dim {}", m, sharded_tensor_dim(m)));
       partial_[static_cast<std::size_t>(m)] = static_cast<std::int8_t>(type);
     }
   }
   /// Removes all partial status.
-  constexpr void clean_partial_status() noexcept {
-    for (auto& r : partial_) r = -1;
-  }
+  constexpr void clean_partial_status() noexcept { partial_ = no_mesh_dims(); }
   /// Removes the partial status of `dims` (each must be partial).
   constexpr void clean_partial_dims(const mesh_dims& dims) {
     for (auto m : dims)
@@ -130,23 +196,62 @@ class tensor_dist_attr {
   // written once, where they are returned, instead of being built and then copied.
   friend struct detail::tensor_dist_attr_access;
 
-  constexpr void check_not_partial(const ctspmd::dims_mapping& mapping) const {
-    for (auto m : mapping)
-      if (m != -1 && is_partial(m))
-        raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
-                         "mesh dim {} cannot shard a tensor dim: the tensor is partial on it", m));
-  }
-
-  ctspmd::process_mesh mesh_{};
-  ctspmd::dims_mapping mapping_{};
-  std::array<std::int8_t, max_mesh_ndim> partial_ = filled_partial();  // -1, or a reduce_type per mesh dim
-  std::int64_t batch_dim_ = 0;
-
-  static constexpr std::array<std::int8_t, max_mesh_ndim> filled_partial() noexcept {
-    std::array<std::int8_t, max_mesh_ndim> a{};
+  using per_mesh_dim = std::array<std::int8_t, max_mesh_ndim>;
+  static constexpr per_mesh_dim no_mesh_dims() noexcept {
+    per_mesh_dim a{};
     for (auto& r : a) r = -1;
     return a;
   }
+
+  /// True if mapping entry `m` is a mesh dim of `mesh` not in `seen`; records it there.
+  static constexpr bool check_entry(const ctspmd::process_mesh& mesh, std::int64_t m, std::uint64_t& seen) noexcept {
+    if (m < 0 || m >= mesh.ndim()) return false;
+    const std::uint64_t bit = std::uint64_t{1} << m;  // m < max_mesh_ndim <= 15
+    if ((seen & bit) != 0) return false;
+    seen |= bit;
+    return true;
+  }
+  /// The error of entry `m` of tensor dim `i`, rejected by `check_entry`; `first` is the tensor
+  /// dim that used `m` before, if it is a mesh dim seen twice.
+  static constexpr error_info entry_error(const ctspmd::process_mesh& mesh, std::int64_t m, std::size_t first,
+                                          std::size_t i) {
+    if (m < 0 || m >= mesh.ndim())
+      return make_error(error_kind::invalid_argument, "tensor_dist_attr",
+                        m == -1 ? "dims mapping entry {} in the list of tensor dim {} is not a mesh dim in [0, {})"
+                                : "dims mapping entry {} of tensor dim {} is not -1 or a mesh dim in [0, {})",
+                        m, i, mesh.ndim());
+    return make_error(error_kind::invalid_argument, "tensor_dist_attr",
+                      first == i ? "mesh dim {} appears twice in the list of tensor dim {}"
+                                 : "mesh dim {} shards both tensor dim {} and tensor dim {}",
+                      m, first, i);
+  }
+  static constexpr std::size_t first_dim(const ctspmd::dims_mapping& mapping, std::int64_t m) {
+    std::size_t j = 0;
+    while (mapping[j] != m) ++j;
+    return j;
+  }
+  static constexpr std::size_t first_dim(const ctspmd::multi_dims_mapping& mapping, std::int64_t m) {
+    for (std::size_t j = 0; j < mapping.size(); ++j)
+      for (const auto e : mapping[j])
+        if (e == m) return j;
+    return 0;
+  }
+  constexpr void check_not_partial(std::int64_t m) const {
+    if (is_partial(m))
+      raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
+                       "mesh dim {} cannot shard a tensor dim: the tensor is partial on it", m));
+  }
+  static constexpr error_info co_shard_error() {
+    return make_error(error_kind::invalid_argument, "tensor_dist_attr",
+                      "a tensor dim is split over several mesh dims (co-shard): the flat dims_mapping() cannot "
+                      "say it; use multi_dims_mapping()");
+  }
+
+  ctspmd::process_mesh mesh_{};
+  static_vector<std::int8_t, max_rank> mapping_{};  ///< per tensor dim: its major mesh dim, or -1
+  per_mesh_dim next_ = no_mesh_dims();    ///< per mesh dim: the next mesh dim of its tensor dim, or -1
+  per_mesh_dim partial_ = no_mesh_dims();  ///< per mesh dim: -1, or a reduce_type
+  std::int64_t batch_dim_ = 0;
 };
 
 }  // namespace ctspmd

@@ -1,22 +1,28 @@
 #ifndef CTSPMD_MERGE_AXIS_TO_DIM_MAP_HPP
 #define CTSPMD_MERGE_AXIS_TO_DIM_MAP_HPP
-/// \file `axis_to_dim_map`: the merged sharding of every axis label, label -> mesh dim.
+/// \file `axis_to_dim_map`: the merged sharding of every axis label, label -> mesh dims.
 
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include <ctspmd/core/error.hpp>
+#include <ctspmd/dist/mesh_dim_list.hpp>
 #include <ctspmd/notation/axes.hpp>
 
 namespace ctspmd {
 
-/// For each axis letter seen by a merge: -1 (replicated) or the mesh dim that shards it.
-/// A fixed table over the 52 letters, so lookups are O(1) and nothing allocates; a bit per
-/// letter says which have an entry, so iterating the entries visits only those. The table
-/// reads -1 for a letter without an entry, and has two more slots, read for `'1'` (-1) and
-/// for every other char (`not_a_label`), so that `entry` is one load.
+/// For each axis letter seen by a merge, the mesh dims that shard it (major first; empty:
+/// replicated). A fixed table over the 52 letters, so lookups are O(1) and nothing allocates;
+/// a bit per letter says which have an entry, so iterating the entries visits only those. The
+/// table reads empty for a letter without an entry, and has two more slots, read for `'1'`
+/// (always empty) and for every other char.
+///
+/// The flat accessors (`at`, `find`, `value_or`, `entry`, `set` and `propose` with one mesh
+/// dim) speak of one mesh dim per axis, as Paddle's map does; `mesh_dims_of`, `list` and the
+/// `mesh_dim_list` overloads speak of co-shard lists.
 class axis_to_dim_map {
   static_assert(axis_letter_count <= 64, "one bit per axis letter in a 64-bit word");
 
@@ -28,58 +34,76 @@ class axis_to_dim_map {
     const int i = axis_letter_index(label);
     return i >= 0 && (present_ >> i & 1u) != 0;
   }
-  /// The mesh dim of `label` (-1 if replicated), or the error that it has no entry.
+  /// The mesh dim of `label` (-1 if replicated), or the error that it has no entry or is split
+  /// over several mesh dims.
   constexpr result<std::int64_t> find(char label) const {
     if (!contains(label)) return missing(label);
-    return std::int64_t{dims_[static_cast<std::size_t>(axis_letter_index(label))]};
+    const mesh_dim_list l = list(label);
+    if (l.size() > 1) return co_sharded(label);
+    return l.major();
   }
-  /// The mesh dim of `label`, or `fallback` if it has no entry.
+  /// The (major) mesh dim of `label`, or `fallback` if it has no entry.
   constexpr std::int64_t value_or(char label, std::int64_t fallback) const noexcept {
-    const int i = axis_letter_index(label);
-    return i >= 0 && (present_ >> i & 1u) != 0 ? std::int64_t{dims_[static_cast<std::size_t>(i)]} : fallback;
+    return contains(label) ? list(label).major() : fallback;
   }
   /// What a char that is not an axis label reads as (`entry`).
   static constexpr std::int64_t not_a_label = -2;
-  /// The mesh dim of `label`: -1 if replicated, and also for a letter without an entry
-  /// (`contains` tells them apart) and for `'1'` (never sharded); `not_a_label` for a char
-  /// that is not an axis label.
+  /// The (major) mesh dim of `label`: -1 if replicated, and also for a letter without an entry
+  /// (`contains` tells them apart) and for `'1'` (never sharded); `not_a_label` for a char that
+  /// is not an axis label.
   constexpr std::int64_t entry(char label) const noexcept {
-    return dims_[static_cast<std::size_t>(slots[static_cast<unsigned char>(label)])];
+    const std::size_t slot = slots[static_cast<unsigned char>(label)];
+    return slot == other_slot ? not_a_label : copy(lists_[slot]).major();
   }
-  /// The mesh dim of `label`; a label without an entry is an `invalid_argument`.
-  constexpr std::int64_t at(char label) const {
+  /// The mesh dim of `label`; a label without an entry, or split over several mesh dims, is an
+  /// `invalid_argument`.
+  constexpr std::int64_t at(char label) const { return find(label).value(); }
+  /// The mesh dims of `label`, major first; a label without an entry is an `invalid_argument`.
+  constexpr mesh_dims mesh_dims_of(char label) const {
     if (!contains(label)) raise(missing(label));
-    return dims_[static_cast<std::size_t>(axis_letter_index(label))];
+    return list(label).to_mesh_dims();
   }
+  /// The mesh dims of `label`: empty for a letter without an entry, for `'1'` and for a char
+  /// that is not a label.
+  constexpr mesh_dim_list list(char label) const noexcept { return copy(lists_[slots[static_cast<unsigned char>(label)]]); }
+
   /// Sets the entry of the letter `label` to `mesh_dim` (-1 or a mesh dim below max_mesh_ndim).
   constexpr void set(char label, std::int64_t mesh_dim) {
-    const int i = axis_letter_index(label);
-    if (i < 0)
-      raise(make_error(error_kind::invalid_argument, "axis_to_dim_map", "'{c}' is not an axis letter (a-z, A-Z)", label));
     if (mesh_dim < -1 || mesh_dim >= static_cast<std::int64_t>(max_mesh_ndim))
       raise(make_error(error_kind::invalid_argument, "axis_to_dim_map", "mesh dim {} of axis '{c}' is out of range",
                        mesh_dim, label));
-    dims_[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(mesh_dim);
+    set(label, mesh_dim_list::single(mesh_dim));
+  }
+  /// Sets the entry of the letter `label` to the list `dims`.
+  constexpr void set(char label, mesh_dim_list dims) {
+    const int i = axis_letter_index(label);
+    if (i < 0)
+      raise(make_error(error_kind::invalid_argument, "axis_to_dim_map", "'{c}' is not an axis letter (a-z, A-Z)", label));
+    lists_[static_cast<std::size_t>(i)] = dims.bits();
     present_ |= std::uint64_t{1} << i;
   }
-  /// One proposal of a merge (`sharding_merge_for_tensors`): the letter `label` sharded by
-  /// `mesh_dim` (-1 or a mesh dim below max_mesh_ndim; neither is checked: the merge checks
-  /// its input first). A letter without an entry, or replicated, takes `mesh_dim`; otherwise
-  /// the entry stays. Returns the entry before (-1 if none), from which the caller knows the
-  /// outcome: a conflict when both are different mesh dims.
-  constexpr std::int64_t propose(char label, std::int64_t mesh_dim) noexcept {
+  /// One proposal of a merge: the axis `label` (a letter or '1', unchecked) sharded by `dims`. An
+  /// axis without an entry, or replicated, takes `dims` (and gets an entry); otherwise the entry
+  /// stays. Returns the entry before (empty if none), from which the caller knows the outcome:
+  /// a conflict when both are different non-empty lists.
+  constexpr mesh_dim_list propose(char label, mesh_dim_list dims) noexcept {
     const std::size_t i = slots[static_cast<unsigned char>(label)];
-    const std::int64_t before = dims_[i];
-    if (before == -1) {
-      dims_[i] = static_cast<std::int8_t>(mesh_dim);
+    const mesh_dim_list before = copy(lists_[i]);
+    if (before.empty() && i < axis_letter_count) {
+      lists_[i] = dims.bits();
       present_ |= std::uint64_t{1} << i;
     }
     return before;
   }
+  /// `propose` with one mesh dim (-1: replicated); returns the (major) mesh dim before.
+  constexpr std::int64_t propose(char label, std::int64_t mesh_dim) noexcept {
+    return propose(label, mesh_dim_list::single(mesh_dim)).major();
+  }
   /// Number of labels with an entry.
   constexpr std::size_t size() const noexcept { return static_cast<std::size_t>(std::popcount(present_)); }
-  /// Calls `f(label, mesh_dim)` for every entry, in letter order (a-z, then A-Z); with
-  /// `except`, not for the letters of those labels.
+  /// Calls `f(label, dims)` for every entry, in letter order (a-z, then A-Z), `dims` being a
+  /// `mesh_dim_list` if `f` takes one and the (major) mesh dim otherwise; with `except`, not for
+  /// the letters of those labels.
   template <class F>
   constexpr void for_each(F&& f, std::string_view except = {}) const {
     std::uint64_t skipped = 0;  // bit i: letter i is in `except`
@@ -87,22 +111,41 @@ class axis_to_dim_map {
       if (const int i = axis_letter_index(c); i >= 0) skipped |= std::uint64_t{1} << i;
     for (std::uint64_t rest = present_ & ~skipped; rest != 0; rest &= rest - 1) {
       const auto i = static_cast<std::size_t>(std::countr_zero(rest));
-      f(label_of(i), std::int64_t{dims_[i]});
+      if constexpr (std::is_invocable_v<F&, char, mesh_dim_list>)
+        f(label_of(i), copy(lists_[i]));
+      else
+        f(label_of(i), copy(lists_[i]).major());
     }
   }
+  /// The label whose entry holds mesh dim `m`, or 0 if none.
+  constexpr char label_of_mesh_dim(std::int64_t m) const noexcept {
+    for (std::uint64_t rest = present_; rest != 0; rest &= rest - 1) {
+      const auto i = static_cast<std::size_t>(std::countr_zero(rest));
+      if (copy(lists_[i]).contains(m)) return label_of(i);
+    }
+    return 0;
+  }
 
-  // Equal maps have the same entries: a letter without one keeps its initial -1 in dims_.
+  // Equal maps have the same entries: a letter without one keeps its empty list.
   friend constexpr bool operator==(const axis_to_dim_map&, const axis_to_dim_map&) = default;
 
  private:
+  // The lists are kept as their bits: GCC 12 rejects reading an element of a constexpr map's
+  // std::array of class objects that the map never wrote ("modification of ... is not a
+  // constant expression"), as if reading value-initialised it anew.
+  static constexpr mesh_dim_list copy(std::uint64_t bits) noexcept { return mesh_dim_list::from_bits(bits); }
   static constexpr error_info missing(char label) {
     return make_error(error_kind::invalid_argument, "axis_to_dim_map", "tensor axis '{c}' is not in the axis-to-dim map",
                       label);
   }
+  static constexpr error_info co_sharded(char label) {
+    return make_error(error_kind::invalid_argument, "axis_to_dim_map",
+                      "tensor axis '{c}' is split over several mesh dims: use mesh_dims_of", label);
+  }
   static constexpr char label_of(std::size_t i) noexcept {
     return static_cast<char>(i < 26 ? 'a' + i : 'A' + (i - 26));
   }
-  // The slot of every char in dims_: a letter's index, then one slot for '1', one for the rest.
+  // The slot of every char in lists_: a letter's index, then one slot for '1', one for the rest.
   static constexpr std::size_t broadcast_slot = axis_letter_count;
   static constexpr std::size_t other_slot = axis_letter_count + 1;
   static constexpr auto slots = [] {
@@ -114,13 +157,7 @@ class axis_to_dim_map {
     }
     return table;
   }();
-  static constexpr std::array<std::int8_t, axis_letter_count + 2> no_entries() noexcept {
-    std::array<std::int8_t, axis_letter_count + 2> a{};
-    for (auto& d : a) d = -1;
-    a[other_slot] = not_a_label;
-    return a;
-  }
-  std::array<std::int8_t, axis_letter_count + 2> dims_ = no_entries();  ///< -1 where there is no entry
+  std::array<std::uint64_t, axis_letter_count + 2> lists_{};  ///< mesh_dim_list bits; 0 (empty) where there is no entry
   std::uint64_t present_ = 0;  ///< bit i: letter i has an entry
 };
 

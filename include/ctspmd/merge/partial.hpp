@@ -15,11 +15,7 @@ namespace ctspmd {
 /// reduced axes, over which an output is partial.
 constexpr mesh_dims resolute_output_partial_dimension(const axis_to_dim_map& map, std::string_view out_axes) {
   std::uint64_t partial = 0;  // bit m: mesh dim m shards an axis absent from out_axes
-  map.for_each(
-      [&](char, std::int64_t m) {
-        if (m >= 0) partial |= std::uint64_t{1} << m;
-      },
-      /*except=*/out_axes);
+  map.for_each([&](char, mesh_dim_list l) { partial |= l.mask(); }, /*except=*/out_axes);
   mesh_dims out;
   for (; partial != 0; partial &= partial - 1) out.push_back(std::countr_zero(partial));
   return out;
@@ -31,8 +27,7 @@ constexpr mesh_dims resolute_output_partial_dimension(const axis_to_dim_map& map
 /// no mesh dim sharding two axes. Rules that know their contracted axes read only those.
 constexpr mesh_dims sharding_mesh_dims(const axis_to_dim_map& map, std::string_view axes) {
   std::uint64_t dims = 0;  // bit m: mesh dim m shards one of axes
-  for (char c : axes)
-    if (const std::int64_t m = map.entry(c); m >= 0) dims |= std::uint64_t{1} << m;
+  for (char c : axes) dims |= map.list(c).mask();
   mesh_dims out;
   for (; dims != 0; dims &= dims - 1) out.push_back(std::countr_zero(dims));
   return out;
@@ -40,14 +35,14 @@ constexpr mesh_dims sharding_mesh_dims(const axis_to_dim_map& map, std::string_v
 
 /// A fresh dist attr on `src`'s mesh with its batch dim: empty dims mapping, no partial.
 constexpr tensor_dist_attr copy_tensor_dist_attr_for_output(const tensor_dist_attr& src) {
-  tensor_dist_attr out(src.process_mesh(), {});
+  tensor_dist_attr out(src.process_mesh());
   out.set_batch_dim(src.batch_dim());
   return out;
 }
 
 /// `src` replicated: every dim -1 (same rank), no partial status, same mesh and batch dim.
 constexpr tensor_dist_attr replicated_on_mesh(const tensor_dist_attr& src) {
-  tensor_dist_attr out(src.process_mesh(), dims_mapping(src.dims_mapping().size(), -1));
+  tensor_dist_attr out(src.process_mesh(), dims_mapping(src.rank(), -1));
   out.set_batch_dim(src.batch_dim());
   return out;
 }

@@ -1,8 +1,10 @@
 #ifndef CTSPMD_MERGE_SHARDING_MERGE_HPP
 #define CTSPMD_MERGE_SHARDING_MERGE_HPP
-/// \file Merging the shardings that several tensors propose for their axes, and reading
-/// dims mappings back out of the merged map.
+/// \file Merging the shardings that several tensors propose for their axes (fluid's
+/// first-wins policy; phi's policies are in merge/policies.hpp), and reading dims mappings
+/// back out of the merged map.
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -10,6 +12,7 @@
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/dist/mesh_dim_list.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
 #include <ctspmd/dist/tensor_dist_attr.hpp>
 #include <ctspmd/merge/axis_to_dim_map.hpp>
@@ -39,15 +42,79 @@ struct axes_dims_pair {
 
 namespace detail {
 
+/// Reads and writes the mapping of dist attrs in the form merges use, one `mesh_dim_list` per
+/// tensor dim (a friend of `tensor_dist_attr`). Rules write each output attr once, in the
+/// `spmd_info` the caller receives, instead of building it and copying it there.
+struct tensor_dist_attr_access {
+  /// The mesh dims of tensor dim `d` (< rank) of `a`.
+  static constexpr mesh_dim_list list(const tensor_dist_attr& a, std::size_t d) noexcept {
+    std::int64_t m = a.mapping_.data()[d];
+    if (m == -1) return {};
+    const auto next = a.next_[static_cast<std::size_t>(m)];
+    if (next == -1) return mesh_dim_list::single(m);  // the common case: one mesh dim
+    mesh_dim_list l;
+    for (; m != -1; m = a.next_[static_cast<std::size_t>(m)]) l.push_back(m);
+    return l;
+  }
+  /// Appends a tensor dim sharded by `l` to `a`'s mapping. The caller keeps the invariants:
+  /// the mesh dims are valid on `a`'s mesh, none is used by another dim, none is partial.
+  static constexpr void append(tensor_dist_attr& a, mesh_dim_list l) {
+    const std::int64_t major = l.major();
+    a.mapping_.push_back(static_cast<std::int8_t>(major));
+    for (std::size_t k = 1; k < l.size(); ++k) a.next_[static_cast<std::size_t>(l[k - 1])] = static_cast<std::int8_t>(l[k]);
+  }
+  /// Replaces the list of tensor dim `d` (< rank) of `a` by `l` (same caveats as `append`).
+  static constexpr void replace(tensor_dist_attr& a, std::size_t d, mesh_dim_list l) {
+    for (std::int64_t m = a.mapping_[d]; m != -1;) {
+      const std::int64_t n = a.next_[static_cast<std::size_t>(m)];
+      a.next_[static_cast<std::size_t>(m)] = -1;
+      m = n;
+    }
+    a.mapping_[d] = static_cast<std::int8_t>(l.major());
+    for (std::size_t k = 1; k < l.size(); ++k) a.next_[static_cast<std::size_t>(l[k - 1])] = static_cast<std::int8_t>(l[k]);
+  }
+  /// Empties `a`'s mapping.
+  static constexpr void clear(tensor_dist_attr& a) {
+    a.mapping_.clear();
+    a.next_ = tensor_dist_attr::no_mesh_dims();
+  }
+  static constexpr void set_batch_dim(tensor_dist_attr& a, const tensor_dist_attr& src) noexcept {
+    a.batch_dim_ = src.batch_dim_;
+  }
+  /// Checks `a`'s invariants (after `append` / `replace`): mesh dims in range, each once, none
+  /// partial.
+  static constexpr status check(const tensor_dist_attr& a) {
+    std::uint64_t seen = 0;
+    for (std::size_t d = 0; d < a.mapping_.size(); ++d) {
+      const mesh_dim_list l = list(a, d);
+      for (std::size_t k = 0; k < l.size(); ++k) {
+        const std::int64_t m = l[k];
+        if (!tensor_dist_attr::check_entry(a.mesh_, m, seen))
+          return tensor_dist_attr::entry_error(a.mesh_, m, static_cast<std::size_t>(a.sharded_tensor_dim(m)), d);
+        if (a.is_partial(m))
+          return make_error(error_kind::invalid_argument, "tensor_dist_attr",
+                            "mesh dim {} cannot shard a tensor dim: the tensor is partial on it", m);
+      }
+    }
+    return {};
+  }
+};
+
+/// The mesh dims of tensor dim `d` of `a` (see `tensor_dist_attr_access::list`).
+constexpr mesh_dim_list dim_list(const tensor_dist_attr& a, std::size_t d) noexcept {
+  return tensor_dist_attr_access::list(a, d);
+}
+
 /// The axes that claimed one mesh dim in a merge: the first, and another one later, if any.
 struct mesh_dim_claim {
   char first = 0;
   char second = 0;
 };
 
-/// The end of a merge in which some mesh dims were claimed by two axes (`claims`): each stays
-/// with the axis that claimed it first, the others replicated, when `merge_conflicts`; a
-/// `precondition_not_met` otherwise. (Apart, being rare, from the merge's common path.)
+/// The end of a first-wins merge in which some mesh dims were claimed by two axes (`claims`):
+/// each stays with the axis that claimed it first, and every other axis whose list holds it is
+/// replicated (a list is a unit), when `merge_conflicts`; a `precondition_not_met` otherwise.
+/// (Apart, being rare, from the merge's common path.)
 CTSPMD_NOINLINE constexpr status resolve_conflicts(axis_to_dim_map& map,
                                                    const std::array<mesh_dim_claim, max_mesh_ndim>& claims,
                                                    bool merge_conflicts) {
@@ -58,78 +125,101 @@ CTSPMD_NOINLINE constexpr status resolve_conflicts(axis_to_dim_map& map,
       return make_error(error_kind::precondition_not_met, "sharding_merge_for_tensors",
                         "tensor axes '{c}' and '{c}' are sharded by the same mesh dim {}", c.first, c.second, m);
     axis_to_dim_map resolved = map;
-    map.for_each([&](char label, std::int64_t d) {
-      if (d == static_cast<std::int64_t>(m) && label != c.first) resolved.set(label, -1);
+    map.for_each([&](char label, mesh_dim_list l) {
+      if (l.contains(static_cast<std::int64_t>(m)) && label != c.first) resolved.set(label, mesh_dim_list{});
     });
     map = resolved;
   }
   return {};
 }
 
-/// The merge behind `try_sharding_merge_for_tensors`, into `map` (empty), over `count`
-/// tensors: `labels(t)` gives tensor t's axis labels (indexable, with size()) and
-/// `mapping(t)` its dims mapping. Rules call it on their operands where they are, without
-/// first copying labels and mappings into pairs. `Validate` checks each tensor's labels and
-/// mapping entries as it goes; a caller whose labels come from a parsed notation and whose
-/// mappings from `dist_tensor_spec`s (valid by construction, of matching ranks) skips that.
-/// `RecordReplicated == false` skips the -1 entries of the mappings, which change no mesh dim
-/// (`sharding_merge_for_axis`), so that the map has entries only for sharded axes: for a
-/// caller that reads a missing axis as replicated (and skips validation, which would miss them).
-template <bool Validate = true, bool RecordReplicated = true, class Labels, class Mapping>
-constexpr status merge_sharding(axis_to_dim_map& map, std::size_t count, Labels labels, Mapping mapping,
-                                bool merge_conflicts) {
+/// The error of an axis proposed two different lists of mesh dims.
+constexpr error_info two_lists_error(char axis, mesh_dim_list a, mesh_dim_list b) {
+  if (a.size() == 1 && b.size() == 1) return try_sharding_merge_for_axis(axis, a.major(), b.major()).error();
+  return make_error(error_kind::unimplemented, "sharding_merge_for_axis",
+                    "tensor axis '{c}' is sharded by two different lists of mesh dims, of {} and {} mesh dims "
+                    "(starting with mesh dim {})",
+                    axis, a.size(), b.size(), a.major());
+}
+
+/// The first-wins merge (fluid) behind `try_sharding_merge_for_tensors`, into `map` (empty),
+/// over `count` tensors: `labels(t)` gives tensor t's axis labels (indexable, with size()) and
+/// `list(t, i)` the mesh dims of its dim i. Proposals merge tensor by tensor, left to right: an
+/// axis takes the first non-empty list proposed for it, and a different non-empty list later is
+/// `unimplemented` (a co-shard list merges as a unit, as one mesh dim does); `'1'` positions
+/// are skipped. A mesh dim that ends up sharding several axes stays with the axis that claimed
+/// it first, the others replicated, when `merge_conflicts`; `precondition_not_met` otherwise.
+///
+/// Rules call it on their operands where they are. `Validate` checks each tensor's labels and
+/// list entries as it goes; a caller whose labels come from a parsed notation and whose lists
+/// from `dist_tensor_spec`s (valid by construction, of matching ranks) skips that, and
+/// `count_of(t)`, the number of labels, is then the operand's rank. `RecordReplicated == false`
+/// skips empty lists, which change no mesh dim, so that the map has entries only for sharded
+/// axes: for a caller that reads a missing axis as replicated.
+template <bool Validate = true, bool RecordReplicated = true, class Labels, class Lists>
+constexpr status merge_first_wins(axis_to_dim_map& map, std::size_t count, Labels labels, Lists list,
+                                  bool merge_conflicts) {
   static_assert(RecordReplicated || !Validate, "validation reads every entry");
-  constexpr std::string_view op = "sharding_merge_for_tensors";
   std::array<mesh_dim_claim, max_mesh_ndim> claims{};
   bool conflict = false;
   for (std::size_t t = 0; t < count; ++t) {
     const auto& axes = labels(t);
-    const dims_mapping& dims = mapping(t);
-    if (Validate && axes.size() != dims.size())
-      return make_error(error_kind::invalid_argument, op, "tensor {} has {} axis labels but a dims mapping of {} entries",
-                        t, axes.size(), dims.size());
     for (std::size_t i = 0; i < axes.size(); ++i) {
-      const std::int64_t m = dims.data()[i];
-      if (!RecordReplicated && m == -1) continue;
+      const mesh_dim_list l = list(t, i);
+      if (!RecordReplicated && l.empty()) continue;
       const char a = axes[i];
       if (Validate && !is_axis_label(a))
-        return make_error(error_kind::invalid_argument, op, "'{c}' (tensor {}, dim {}) is not an axis label", a, t, i);
-      if (Validate && (m < -1 || m >= static_cast<std::int64_t>(max_mesh_ndim)))
-        return make_error(error_kind::invalid_argument, op, "dims mapping entry {} of tensor {}, dim {} is out of range",
-                          m, t, i);
+        return make_error(error_kind::invalid_argument, "sharding_merge_for_tensors",
+                          "'{c}' (tensor {}, dim {}) is not an axis label", a, t, i);
       if (a == broadcast_label) continue;  // a size-1 dim is never sharded
-      const std::int64_t before = map.propose(a, m);
-      if (before == m) continue;  // no change; the claim below, if any, is recorded already
-      if (before != -1) {  // a mesh dim stays: m is -1, or a conflict
-        if (m == -1) continue;
-        return try_sharding_merge_for_axis(a, m, before).error();
+      const mesh_dim_list before = map.propose(a, l);
+      if (before == l) continue;  // no change; the claims below, if any, are recorded already
+      if (!before.empty()) {      // a list stays: l is empty, or a conflict
+        if (l.empty()) continue;
+        return two_lists_error(a, l, before);
       }
-      // The entry was -1 or none, and is now m, a mesh dim (m == -1 continued above).
-      auto& c = claims[static_cast<std::size_t>(m)];
-      if (c.first == 0) {
-        c.first = a;
-      } else if (c.first != a && c.second == 0) {
-        c.second = a;
-        conflict = true;
+      // The entry was empty or absent, and is now l (l empty continued above, or is a no-op).
+      for (std::size_t k = 0; k < l.size(); ++k) {
+        auto& c = claims[static_cast<std::size_t>(l[k])];
+        if (c.first == 0) {
+          c.first = a;
+        } else if (c.first != a && c.second == 0) {
+          c.second = a;
+          conflict = true;
+        }
       }
     }
   }
   return conflict ? resolve_conflicts(map, claims, merge_conflicts) : status{};
 }
 
+/// Checks one flat proposal: as many labels as entries, entries in [-1, max_mesh_ndim).
+constexpr status check_pair(const axes_dims_pair& p, std::size_t t) {
+  constexpr std::string_view op = "sharding_merge_for_tensors";
+  if (p.axes.size() != p.mapping.size())
+    return make_error(error_kind::invalid_argument, op, "tensor {} has {} axis labels but a dims mapping of {} entries", t,
+                      p.axes.size(), p.mapping.size());
+  for (std::size_t i = 0; i < p.mapping.size(); ++i)
+    if (p.mapping[i] < -1 || p.mapping[i] >= static_cast<std::int64_t>(max_mesh_ndim))
+      return make_error(error_kind::invalid_argument, op, "dims mapping entry {} of tensor {}, dim {} is out of range",
+                        p.mapping[i], t, i);
+  return {};
+}
+
 }  // namespace detail
 
-/// `sharding_merge_for_tensors`, result-returning. Merges, tensor by tensor and left to
-/// right, every axis' proposals (`sharding_merge_for_axis`); `'1'` positions are skipped.
-/// When one mesh dim ends up sharding several axes, `merge_conflicts` keeps it on the axis
-/// that claimed it first and replicates the others; without it that is
+/// `sharding_merge_for_tensors`, result-returning (fluid's first-wins policy). Merges, tensor by
+/// tensor and left to right, every axis' proposals (`sharding_merge_for_axis`); `'1'` positions
+/// are skipped. When one mesh dim ends up sharding several axes, `merge_conflicts` keeps it on
+/// the axis that claimed it first and replicates the others; without it that is
 /// `precondition_not_met`.
 constexpr result<axis_to_dim_map> try_sharding_merge_for_tensors(std::span<const axes_dims_pair> pairs,
                                                                  bool merge_conflicts = true) {
+  for (std::size_t t = 0; t < pairs.size(); ++t) CTSPMD_TRY(detail::check_pair(pairs[t], t));
   axis_to_dim_map map;
-  CTSPMD_TRY(detail::merge_sharding(
+  CTSPMD_TRY(detail::merge_first_wins(
       map, pairs.size(), [&](std::size_t t) { return pairs[t].axes; },
-      [&](std::size_t t) -> const dims_mapping& { return pairs[t].mapping; }, merge_conflicts));
+      [&](std::size_t t, std::size_t i) { return mesh_dim_list::single(pairs[t].mapping[i]); }, merge_conflicts));
   return map;
 }
 
@@ -149,35 +239,41 @@ constexpr axis_to_dim_map sharding_merge_for_tensors(std::initializer_list<axes_
 
 namespace detail {
 
-/// Appends to `out` (empty) the dims mapping of a tensor labelled `axes` (a string, or any
-/// indexable sequence of labels with size()) under `map` (see `try_get_dims_mapping_for_axes`).
-/// Rules write a mapping straight into the dist attr they return with it.
-template <class Labels>
-constexpr status append_dims_mapping_for_axes(dims_mapping& out, const Labels& axes, const axis_to_dim_map& map,
-                                              bool unsharded_miss_axis) {
+/// Calls `f(list)` with the mesh dims of each label of `axes` (a string, or any indexable
+/// sequence of labels with size()) under `map`, or returns the error `get_dims_mapping_for_axes`
+/// gives (see `try_get_dims_mapping_for_axes`).
+template <class Labels, class F>
+constexpr status for_each_mapped(const Labels& axes, const axis_to_dim_map& map, bool unsharded_miss_axis, F f) {
   constexpr std::string_view op = "get_dims_mapping_for_axes";
   if (axes.size() > max_rank)
     return make_error(error_kind::invalid_argument, op, "{} axes exceed max_rank = {}", axes.size(), max_rank);
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const char a = axes[i];
-    const std::int64_t m = map.entry(a);  // -1 for '1' and for a letter without an entry
-    if (m == axis_to_dim_map::not_a_label ||
-        (m == -1 && !unsharded_miss_axis && a != broadcast_label && !map.contains(a)))
+    const mesh_dim_list l = map.list(a);  // empty for '1' and for a letter without an entry
+    if (l.empty() && a != broadcast_label && (!is_axis_label(a) || (!unsharded_miss_axis && !map.contains(a))))
       return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
-    out.push_back(m);
+    f(l);
   }
   return {};
 }
 
 }  // namespace detail
 
-/// `get_dims_mapping_for_axes`, result-returning: the dims mapping of a tensor labelled
-/// `axes` under `map`. `'1'` gives -1; a label without an entry gives -1 when
-/// `unsharded_miss_axis`, and is an `invalid_argument` otherwise (never a short result).
+/// `get_dims_mapping_for_axes`, result-returning: the dims mapping of a tensor labelled `axes`
+/// under `map`. `'1'` gives -1; a label without an entry gives -1 when `unsharded_miss_axis`,
+/// and is an `invalid_argument` otherwise (never a short result). A label split over several
+/// mesh dims is an `invalid_argument` (see `try_get_multi_dims_mapping_for_axes`).
 constexpr result<dims_mapping> try_get_dims_mapping_for_axes(std::string_view axes, const axis_to_dim_map& map,
                                                              bool unsharded_miss_axis = false) {
   dims_mapping out;
-  CTSPMD_TRY(detail::append_dims_mapping_for_axes(out, axes, map, unsharded_miss_axis));
+  bool co_sharded = false;
+  CTSPMD_TRY(detail::for_each_mapped(axes, map, unsharded_miss_axis, [&](mesh_dim_list l) {
+    co_sharded = co_sharded || l.size() > 1;
+    out.push_back(l.major());
+  }));
+  if (co_sharded)
+    return make_error(error_kind::invalid_argument, "get_dims_mapping_for_axes",
+                      "an axis is split over several mesh dims: use get_multi_dims_mapping_for_axes");
   return out;
 }
 
@@ -187,40 +283,37 @@ constexpr dims_mapping get_dims_mapping_for_axes(std::string_view axes, const ax
   return try_get_dims_mapping_for_axes(axes, map, unsharded_miss_axis).value();
 }
 
-namespace detail {
+/// The co-shard form of `try_get_dims_mapping_for_axes`: per label its list of mesh dims.
+constexpr result<multi_dims_mapping> try_get_multi_dims_mapping_for_axes(std::string_view axes,
+                                                                         const axis_to_dim_map& map,
+                                                                         bool unsharded_miss_axis = false) {
+  multi_dims_mapping out;
+  CTSPMD_TRY(detail::for_each_mapped(axes, map, unsharded_miss_axis,
+                                     [&](mesh_dim_list l) { out.push_back(l.to_mesh_dims()); }));
+  return out;
+}
 
-/// Builds the dist attrs a rule returns where they are returned (a friend of
-/// `tensor_dist_attr`). A freshly built value copied as a block is both a copy and, on x86, a
-/// store-forwarding stall (wide loads of bytes just written narrowly), so the rules write
-/// each output attr once, in the `spmd_info` the caller receives.
-struct tensor_dist_attr_access {
-  /// Makes `a` (constructed on `src`'s mesh, so with an empty mapping and no partial status)
-  /// an attr with `src`'s batch dim whose dims mapping is that of `axes` under `map`. Fails as
-  /// `get_dims_mapping_for_axes` and the `tensor_dist_attr` constructor would: raises.
-  ///
-  /// `Check == false` skips the final check of the mapping against the mesh, for a caller
-  /// that knows it holds: `map` maps no two labels to one mesh dim, every mesh dim in it comes
-  /// from a mapping valid on `src`'s mesh, and no label occurs twice in `axes` (but `'1'`).
-  template <bool Check = true, class Labels>
-  static constexpr void assign_mapped(tensor_dist_attr& a, const tensor_dist_attr& src, const Labels& axes,
-                                      const axis_to_dim_map& map, bool unsharded_miss_axis) {
-    a.batch_dim_ = src.batch_dim_;
-    append_dims_mapping_for_axes(a.mapping_, axes, map, unsharded_miss_axis).check();
-    if constexpr (Check) tensor_dist_attr::check(a.mesh_, a.mapping_).check();
-  }
-};
+/// Throwing form of `try_get_multi_dims_mapping_for_axes`.
+constexpr multi_dims_mapping get_multi_dims_mapping_for_axes(std::string_view axes, const axis_to_dim_map& map,
+                                                             bool unsharded_miss_axis = false) {
+  return try_get_multi_dims_mapping_for_axes(axes, map, unsharded_miss_axis).value();
+}
 
-}  // namespace detail
-
-/// A dist attr on `src`'s mesh (with its batch dim, no partial status) with the dims mapping
-/// of `axes` under `map`, appended to `out` and returned.
-/// (`Check` as in `detail::tensor_dist_attr_access::assign_mapped`.)
+/// A dist attr on `src`'s mesh (with its batch dim, no partial status) whose mapping is that of
+/// `axes` (a string, or any indexable sequence of labels) under `map`, appended to `out` and
+/// returned. Fails as `get_dims_mapping_for_axes` and the `tensor_dist_attr` constructor would:
+/// raises. `Check == false` skips the check of the mapping against the mesh, for a caller that
+/// knows it holds: `map` maps no mesh dim to two labels, every mesh dim in it comes from a
+/// mapping valid on `src`'s mesh, and no label occurs twice in `axes` (but `'1'`).
 template <bool Check = true, class Labels, std::size_t N>
 constexpr tensor_dist_attr& push_mapped(static_vector<tensor_dist_attr, N>& out, const tensor_dist_attr& src,
                                         const Labels& axes, const axis_to_dim_map& map,
                                         bool unsharded_miss_axis = false) {
+  using access = detail::tensor_dist_attr_access;
   tensor_dist_attr& a = out.emplace_back(src.process_mesh());
-  detail::tensor_dist_attr_access::assign_mapped<Check>(a, src, axes, map, unsharded_miss_axis);
+  access::set_batch_dim(a, src);
+  detail::for_each_mapped(axes, map, unsharded_miss_axis, [&](mesh_dim_list l) { access::append(a, l); }).check();
+  if constexpr (Check) access::check(a).check();
   return a;
 }
 

@@ -92,7 +92,7 @@ class propagation {
       raise(make_error(error_kind::invalid_argument, "propagation", "tensor {} is not in the plan", t.index));
     return attrs_[t.index];
   }
-  constexpr const ctspmd::dims_mapping& dims_mapping(tensor_id t) const { return attr(t).dims_mapping(); }
+  constexpr ctspmd::dims_mapping dims_mapping(tensor_id t) const { return attr(t).dims_mapping(); }
 
   /// The distinct reshards (each with its occurrence count `times`).
   constexpr std::size_t reshard_entries() const noexcept { return reshard_count_; }

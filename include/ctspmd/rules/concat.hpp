@@ -34,6 +34,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -44,89 +45,63 @@ struct concat_attributes {
 };
 
 /// The concat rule.
-struct concat : detail::rule_base<concat, concat_attributes> {
+struct concat : rule_base<concat, concat_attributes> {
   static constexpr std::string_view name = "concat";
+  static constexpr operand_count input_count = operand_count::at_least(1);
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto axes = notate(in, attrs);
     if (!axes) return axes.error();
-    static_vector<axes_dims_pair, max_operands> pairs;
-    for (const auto& x : in) pairs.push_back({*axes, x.dims_mapping()});
-    const auto map = try_sharding_merge_for_tensors(std::span<const axes_dims_pair>(pairs.data(), pairs.size()));
-    if (!map) return map.error();
+    static_vector<std::string_view, max_operands> labels(in.size(), axes->view());
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view>(labels.data(), labels.size()), in, s));
 
     const auto partial = common_partial(in);
-    for (const auto& x : in)
-      info.inputs.push_back(with_partial_of(detail::mapped(x.dist_attr(), *axes, *map), partial));
-    info.outputs.push_back(with_partial_of(detail::mapped(in[0].dist_attr(), *axes, *map), partial));
+    for (const auto& x : in) add_partial_of(push(info.inputs, x.dist_attr(), *axes, map), partial);
+    add_partial_of(push(info.outputs, in[0].dist_attr(), *axes, map), partial);
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     const auto axes = notate(in, attrs);
     if (!axes) return axes.error();
-    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
     const auto& o = out[0];
     if (o.ndim() != in[0].ndim())
       return make_error(error_kind::invalid_argument, "", "the output has rank {}, but the inputs have rank {}",
                         o.ndim(), in[0].ndim());
     // Only the output's mapping is merged: the inputs' own mappings do not count backward.
-    const auto map = try_sharding_merge_for_tensors({{*axes, o.dims_mapping()}});
-    if (!map) return map.error();
-
-    for (const auto& x : in)
-      info.inputs.push_back(detail::mapped(x.dist_attr(), *axes, *map, /*unsharded_miss_axis=*/true));
-    info.outputs.push_back(detail::mapped(o.dist_attr(), *axes, *map));
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, *axes, o, s));
+    for (const auto& x : in) push(info.inputs, x.dist_attr(), *axes, map);
+    push(info.outputs, o.dist_attr(), *axes, map);
     return {};
   }
 
  private:
   /// Validates the inputs and the axis; the letters every operand carries ('1' at the axis).
   static constexpr result<axes_string> notate(spec_span in, const attributes& attrs) {
-    if (in.empty()) return make_error(error_kind::invalid_argument, "", "expects at least 1 input, got 0");
     const std::int64_t rank = in[0].ndim();
     for (std::size_t i = 1; i < in.size(); ++i)
       if (in[i].ndim() != rank)
         return make_error(error_kind::invalid_argument, "", "input {} has rank {}, but input 0 has rank {}", i,
                           in[i].ndim(), rank);
-    if (attrs.axis < -rank || attrs.axis >= rank)
-      return make_error(error_kind::invalid_argument, "", "axis {} is out of range for inputs of rank {}", attrs.axis,
-                        rank);
-    const auto axis = static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis);
+    const auto axis = normalize_axis(attrs.axis, rank, "axis {} is out of range for inputs of rank {}");
+    if (!axis) return axis.error();
     for (std::size_t i = 1; i < in.size(); ++i)
       for (std::size_t d = 0; d < static_cast<std::size_t>(rank); ++d) {
         const std::int64_t a = in[0].shape()[d];
         const std::int64_t b = in[i].shape()[d];
-        if (d != axis && a != -1 && b != -1 && a != b)
+        if (d != *axis && a != -1 && b != -1 && a != b)
           return make_error(error_kind::invalid_argument, "",
                             "input {} has size {} at dim {}, but input 0 has size {} (only the concat axis may differ)",
                             i, b, d, a);
       }
-    auto axes = try_get_broadcast_axes(rank, rank, alphabets::full);
-    if (!axes) return axes.error();
-    axes_string labels = *axes;
-    labels[axis] = broadcast_label;
+    const auto letters = first_letters(rank);
+    if (!letters) return letters.error();
+    axes_string labels(*letters);
+    labels[*axis] = broadcast_label;
     return labels;
-  }
-
-  /// A dist attr holding, as partial status, the mesh dims on which every input is partial
-  /// with the same reduce type (and those reduce types).
-  static constexpr tensor_dist_attr common_partial(spec_span in) {
-    tensor_dist_attr common(in[0].process_mesh(), {});
-    for (auto m : in[0].dist_attr().partial_dims()) {
-      const reduce_type r = in[0].dist_attr().partial_reduce_type(m);
-      bool shared = true;
-      for (const auto& x : in)
-        shared = shared && x.dist_attr().is_partial(m) && x.dist_attr().partial_reduce_type(m) == r;
-      if (shared) common.set_partial_status({m}, r);
-    }
-    return common;
-  }
-
-  /// `a` with the partial status (mesh dims and reduce types) of `src`.
-  static constexpr tensor_dist_attr with_partial_of(tensor_dist_attr a, const tensor_dist_attr& src) {
-    for (auto m : src.partial_dims()) a.set_partial_status({m}, src.partial_reduce_type(m));
-    return a;
   }
 };
 

@@ -36,6 +36,7 @@
 ///
 /// Forward then backward gives back forward's inputs (the round-trip property holds).
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -44,6 +45,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -58,30 +60,29 @@ struct cross_entropy_with_softmax_attributes {
 };
 
 /// The cross_entropy_with_softmax rule.
-struct cross_entropy_with_softmax
-    : detail::rule_base<cross_entropy_with_softmax, cross_entropy_with_softmax_attributes> {
+struct cross_entropy_with_softmax : rule_base<cross_entropy_with_softmax, cross_entropy_with_softmax_attributes> {
   static constexpr std::string_view name = "cross_entropy_with_softmax";
+  static constexpr operand_count input_count{2};
+  static constexpr operand_count output_count{2};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 2));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& label = in[1];
     const auto n = notate(x, label, attrs);
     if (!n) return n.error();
-    const auto map = try_sharding_merge_for_tensors({{n->x, x.dims_mapping()}, {n->label, label.dims_mapping()}});
-    if (!map) return map.error();
-    CTSPMD_TRY(check_class_axis(*map, *n, attrs));
+    const std::array<std::string_view, 2> labels{n->x.view(), n->label.view()};
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view, 2>(labels), in, s));
+    CTSPMD_TRY(check_class_axis(map, *n, attrs));
 
-    info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map));
-    info.inputs.push_back(detail::mapped(label.dist_attr(), n->label, *map));
-    info.outputs.push_back(detail::mapped(x.dist_attr(), n->softmax_out, *map));
-    info.outputs.push_back(detail::mapped(x.dist_attr(), n->loss, *map));
+    push(info.inputs, x.dist_attr(), n->x, map);
+    push(info.inputs, label.dist_attr(), n->label, map);
+    push(info.outputs, x.dist_attr(), n->softmax_out, map);
+    push(info.outputs, x.dist_attr(), n->loss, map);
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 2));
-    CTSPMD_TRY(detail::check_count(out, 2, /*outputs=*/true));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& label = in[1];
     const auto& softmax_out = out[0];
@@ -97,15 +98,15 @@ struct cross_entropy_with_softmax
       return make_error(error_kind::invalid_argument, "", "loss must have x's rank {}, but has rank {}", x.ndim(),
                         loss.ndim());
     // softmax_out's axes are empty without use_softmax: it then proposes nothing.
-    const auto map =
-        try_sharding_merge_for_tensors({{n->softmax_out, softmax_out.dims_mapping()}, {n->loss, loss.dims_mapping()}});
-    if (!map) return map.error();
-    CTSPMD_TRY(check_class_axis(*map, *n, attrs));
+    const std::array<std::string_view, 2> labels{n->softmax_out.view(), n->loss.view()};
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view, 2>(labels), out, s));
+    CTSPMD_TRY(check_class_axis(map, *n, attrs));
 
-    info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
-    info.inputs.push_back(detail::mapped(label.dist_attr(), n->label, *map, /*unsharded_miss_axis=*/true));
-    info.outputs.push_back(detail::mapped(softmax_out.dist_attr(), n->softmax_out, *map));
-    info.outputs.push_back(detail::mapped(loss.dist_attr(), n->loss, *map));
+    push(info.inputs, x.dist_attr(), n->x, map);
+    push(info.inputs, label.dist_attr(), n->label, map);
+    push(info.outputs, softmax_out.dist_attr(), n->softmax_out, map);
+    push(info.outputs, loss.dist_attr(), n->loss, map);
     return {};
   }
 
@@ -119,9 +120,9 @@ struct cross_entropy_with_softmax
   static constexpr result<notation> notate(const dist_tensor_spec& x, const dist_tensor_spec& label,
                                            const attributes& attrs) {
     const std::int64_t rank = x.ndim();
-    if (attrs.axis < -rank || attrs.axis >= rank)
-      return make_error(error_kind::invalid_argument, "", "axis {} is out of range for x of rank {}", attrs.axis, rank);
-    const auto axis = static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis);
+    const auto normalized = normalize_axis(attrs.axis, rank, "axis {} is out of range for x of rank {}");
+    if (!normalized) return normalized.error();
+    const std::size_t axis = *normalized;
     if (label.ndim() != rank)
       return make_error(error_kind::invalid_argument, "", "the label must have x's rank {}, but has rank {}", rank,
                         label.ndim());
@@ -148,8 +149,8 @@ struct cross_entropy_with_softmax
 
   /// A sharded class axis needs the c_softmax_with_cross_entropy layout.
   static constexpr status check_class_axis(const axis_to_dim_map& map, const notation& n, const attributes& attrs) {
-    if (!map.contains('k') || map.at('k') == -1) return {};
-    const std::int64_t m = map.at('k');
+    if (map.list('k').empty()) return {};
+    const std::int64_t m = map.list('k').major();
     if (attrs.soft_label)
       return make_error(error_kind::invalid_argument, "",
                         "the class axis {} is sharded by mesh dim {}, which does not support soft_label", n.axis, m);

@@ -39,6 +39,7 @@
 
 #include <ctspmd/core/config.hpp>
 #include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/dist/mesh_dim_list.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
 
 namespace ctspmd {
@@ -173,34 +174,68 @@ struct dim_trans_sharding {
   dims_mapping output;
   friend constexpr bool operator==(const dim_trans_sharding&, const dim_trans_sharding&) = default;
 };
+/// The same for co-shard mappings.
+struct dim_trans_multi_sharding {
+  multi_dims_mapping input;
+  multi_dims_mapping output;
+  friend constexpr bool operator==(const dim_trans_multi_sharding&, const dim_trans_multi_sharding&) = default;
+};
+
+/// Per tensor dim, the mesh dims that split it.
+using dim_lists = static_vector<mesh_dim_list, max_rank>;
 
 namespace detail {
-/// True if a dim of `size` (-1: unknown) splits evenly over a mesh dim of `mesh_size` devices.
-constexpr bool divisible(std::int64_t size, std::int64_t mesh_size) noexcept {
-  return mesh_size == 1 || (size >= 0 && size % mesh_size == 0);
+/// True if a dim of `size` (-1: unknown) splits evenly into `shards` parts.
+constexpr bool divisible(std::int64_t size, std::int64_t shards) noexcept {
+  return shards == 1 || (size >= 0 && size % shards == 0);
 }
 }  // namespace detail
 
-/// The sharding through `trans` of an input with dims mapping `input` on `mesh`: sharded input
-/// dims that cannot keep their mesh dim become -1, and each output dim takes its source dim's
-/// mesh dim (see the file comment).
-constexpr dim_trans_sharding infer_from_dim_trans(const dims_mapping& input, const dim_trans_list& trans,
-                                                  const process_mesh& mesh) {
-  dim_trans_sharding r{input, {}};
+/// The sharding through `trans` of an input whose dims are split by `input` (one list per dim)
+/// on `mesh`: sharded input dims that cannot keep their mesh dims become replicated, and each
+/// output dim takes its source dim's mesh dims (see the file comment). A co-sharded dim keeps
+/// or loses its list as a whole; a split's output 0 must then be divisible by the product of
+/// the list's sizes.
+constexpr void infer_from_dim_trans(const dim_lists& input, const dim_trans_list& trans, const process_mesh& mesh,
+                                    dim_lists& required, dim_lists& output) {
+  required = input;
   for (std::size_t d = 0; d < input.size(); ++d) {
-    if (input[d] == -1) continue;
-    const std::int64_t mesh_size = mesh.dim_size(input[d]);
+    if (input[d].empty()) continue;
+    const std::int64_t shards = input[d].shards(mesh);
     bool keeps = false;
     for (const auto& t : trans)
       if (t.source_dim() == static_cast<std::int64_t>(d))
-        keeps = keeps || t.kind != dim_trans_kind::split || detail::divisible(t.split_shape[0], mesh_size);
-    if (!keeps) r.input[d] = -1;
+        keeps = keeps || t.kind != dim_trans_kind::split || detail::divisible(t.split_shape[0], shards);
+    if (!keeps) required[d] = {};
   }
+  output.clear();
   for (const auto& t : trans) {
     const std::int64_t s = t.source_dim();
-    r.output.push_back(s >= 0 && static_cast<std::size_t>(s) < input.size() ? r.input[static_cast<std::size_t>(s)]
-                                                                            : -1);
+    output.push_back(s >= 0 && static_cast<std::size_t>(s) < input.size() ? required[static_cast<std::size_t>(s)]
+                                                                         : mesh_dim_list{});
   }
+}
+
+/// `infer_from_dim_trans` for a flat dims mapping.
+constexpr dim_trans_sharding infer_from_dim_trans(const dims_mapping& input, const dim_trans_list& trans,
+                                                  const process_mesh& mesh) {
+  dim_lists in, required, output;
+  for (const auto m : input) in.push_back(mesh_dim_list::single(m));
+  infer_from_dim_trans(in, trans, mesh, required, output);
+  dim_trans_sharding r;
+  for (const auto& l : required) r.input.push_back(l.major());
+  for (const auto& l : output) r.output.push_back(l.major());
+  return r;
+}
+/// `infer_from_dim_trans` for a co-shard mapping.
+constexpr dim_trans_multi_sharding infer_from_dim_trans(const multi_dims_mapping& input, const dim_trans_list& trans,
+                                                        const process_mesh& mesh) {
+  dim_lists in, required, output;
+  for (const auto& l : input) in.push_back(mesh_dim_list::of(l));
+  infer_from_dim_trans(in, trans, mesh, required, output);
+  dim_trans_multi_sharding r;
+  for (const auto& l : required) r.input.push_back(l.to_mesh_dims());
+  for (const auto& l : output) r.output.push_back(l.to_mesh_dims());
   return r;
 }
 

@@ -29,6 +29,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 #include <boost/hana/adapt_struct.hpp>
@@ -68,93 +69,68 @@ constexpr einsum_labels<Inputs> labels_of(const einsum_notation& n,
   return l;
 }
 
-/// An operand's labels as the einsum reads them: `'1'` at each dim of size 1 (a view of the
-/// notation's labels and the operand's shape, so nothing is copied).
-struct size_one_unsharded {
-  std::string_view axes;
-  const tensor_shape& shape;
-  constexpr std::size_t size() const noexcept { return axes.size(); }
-  // i < size(), as every reader loops; the ranks match (check_operands), and a read past the
-  // shape's size would still be inside its storage.
-  constexpr char operator[](std::size_t i) const { return shape.data()[i] == 1 ? broadcast_label : axes.begin()[i]; }
-};
-
 /// Checks that `specs` match `labels` one to one: count and ranks.
 template <std::size_t N>
 constexpr status check_operands(std::span<const std::string_view, N> labels, spec_span specs, bool outputs = false) {
-  CTSPMD_TRY(check_count(specs, labels.size(), outputs));
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    if (specs[i].ndim() != static_cast<std::int64_t>(labels[i].size()))
-      return make_error(error_kind::invalid_argument, "",
-                        outputs ? "output {} has rank {} but the notation gives it {} labels"
-                                : "input {} has rank {} but the notation gives it {} labels",
-                        i, specs[i].ndim(), labels[i].size());
-  return {};
-}
-
-/// Merges into `map` the mappings of `specs` labelled `labels` (size-1 dims skipped; as many
-/// specs as labels, checked by `check_operands`). The labels come from a parsed notation and
-/// the ranks are checked, so the merge need not validate them again; and since an einsum
-/// reads a label missing from the map as -1, only the sharded dims are merged.
-template <std::size_t N>
-constexpr status merge_labelled(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
-                                bool merge_conflicts) {
-  return ctspmd::detail::merge_sharding</*Validate=*/false, /*RecordReplicated=*/false>(
-      map, labels.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; },
-      [&](std::size_t t) -> const dims_mapping& { return specs[t].dims_mapping(); }, merge_conflicts);
+  if (specs.size() != labels.size())
+    return make_error(error_kind::invalid_argument, "",
+                      outputs ? (labels.size() == 1 ? "expects {} output, got {}" : "expects {} outputs, got {}")
+                              : (labels.size() == 1 ? "expects {} input, got {}" : "expects {} inputs, got {}"),
+                      labels.size(), specs.size());
+  return check_ranks(labels, specs, outputs);
 }
 
 // The attrs an einsum infers need no check against the mesh: the merged map gives no two
 // labels one mesh dim (forward resolves or rejects conflicts, backward rejects them), its
 // mesh dims come from operands valid on the one mesh all operands share (rule_base checks
-// that), and a notation has no label twice in one operand. Hence push_mapped</*Check=*/false>.
+// that), and a notation has no label twice in one operand. Hence push</*Check=*/false>.
 
 /// Appends the inputs under `map`: each input's labels, with size-1 dims and missing labels -1.
 template <std::size_t N>
 constexpr void push_inputs(spmd_info& info, std::span<const std::string_view, N> labels, spec_span in,
                            const axis_to_dim_map& map) {
   for (std::size_t i = 0; i < labels.size(); ++i)
-    push_mapped</*Check=*/false>(info.inputs, in[i].dist_attr(), size_one_unsharded{labels[i], in[i].shape()}, map,
-                                 /*unsharded_miss_axis=*/true);
+    push</*Check=*/false>(info.inputs, in[i].dist_attr(), size_one_unsharded{labels[i], in[i].shape()}, map);
 }
 
 /// Forward inference of the einsum `inputs -> output` (whose contracted labels are
 /// `contracted`) into `info` (see the file comment).
 template <std::size_t N>
 constexpr status einsum_forward(spmd_info& info, std::span<const std::string_view, N> inputs, std::string_view output,
-                                std::string_view contracted, spec_span in, bool merge_conflicts) {
+                                std::string_view contracted, spec_span in, bool merge_conflicts, semantics s) {
   CTSPMD_TRY(check_operands(inputs, in));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_labelled(map, inputs, in, merge_conflicts));
+  CTSPMD_TRY(merge_operands(map, inputs, in, s, {merge_conflicts, /*size_one_unsharded=*/true}));
   push_inputs(info, inputs, in, map);
   // Labels the merge dropped from every input (size 1 everywhere) give -1. No mesh dim
   // shards two labels after the merge, so the contracted labels' mesh dims are the partial ones.
-  push_mapped</*Check=*/false>(info.outputs, in[0].dist_attr(), output, map, /*unsharded_miss_axis=*/true)
+  push</*Check=*/false>(info.outputs, in[0].dist_attr(), output, map)
       .set_partial_status(sharding_mesh_dims(map, contracted));
   return {};
 }
 template <std::size_t N>
-constexpr status einsum_forward(spmd_info& info, const einsum_labels<N>& l, spec_span in, bool merge_conflicts) {
+constexpr status einsum_forward(spmd_info& info, const einsum_labels<N>& l, spec_span in, bool merge_conflicts,
+                                semantics s) {
   return einsum_forward(info, std::span<const std::string_view, N>(l.inputs), l.output, l.contracted, in,
-                        merge_conflicts);
+                        merge_conflicts, s);
 }
 
 /// Backward inference of the einsum `inputs -> output` from its one output, into `info` (see
 /// the file comment).
 template <std::size_t N>
 constexpr status einsum_backward(spmd_info& info, std::span<const std::string_view, N> inputs, std::string_view output,
-                                 spec_span in, spec_span out) {
+                                 spec_span in, spec_span out, semantics s) {
   CTSPMD_TRY(check_operands(inputs, in));
   CTSPMD_TRY(check_operands(std::span<const std::string_view, 1>(&output, 1), out, /*outputs=*/true));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_labelled(map, std::span<const std::string_view, 1>(&output, 1), out, /*merge_conflicts=*/false));
+  CTSPMD_TRY(merge_operand(map, output, out[0], s, {/*merge_conflicts=*/false}));
   push_inputs(info, inputs, in, map);
   info.outputs.push_back(out[0].dist_attr());
   return {};
 }
 template <std::size_t N>
-constexpr status einsum_backward(spmd_info& info, const einsum_labels<N>& l, spec_span in, spec_span out) {
-  return einsum_backward(info, std::span<const std::string_view, N>(l.inputs), l.output, in, out);
+constexpr status einsum_backward(spmd_info& info, const einsum_labels<N>& l, spec_span in, spec_span out, semantics s) {
+  return einsum_backward(info, std::span<const std::string_view, N>(l.inputs), l.output, in, out, s);
 }
 
 /// Reached only for a malformed notation during compilation: the diagnostic shows the
@@ -183,15 +159,18 @@ struct einsum_attributes {};
 /// A rule from a compile-time einsum notation, e.g. `einsum<"bsh,hd->bsd">`. A malformed
 /// notation does not compile.
 template <fixed_string Notation>
-struct einsum : detail::rule_base<einsum<Notation>, einsum_attributes> {
+struct einsum : rule_base<einsum<Notation>, einsum_attributes> {
   static constexpr std::string_view name = "einsum";
   static constexpr einsum_notation notation = detail::parse_or_fail<Notation>();
+  static constexpr operand_count input_count{notation.inputs.size()};
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const einsum_attributes&) {
-    return detail::einsum_forward(info, labels, in, /*merge_conflicts=*/true);
+  static constexpr status forward(spmd_info& info, spec_span in, const einsum_attributes&, semantics s) {
+    return detail::einsum_forward(info, labels, in, /*merge_conflicts=*/true, s);
   }
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const einsum_attributes&) {
-    return detail::einsum_backward(info, labels, in, out);
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const einsum_attributes&,
+                                   semantics s) {
+    return detail::einsum_backward(info, labels, in, out, s);
   }
 
  private:
@@ -206,23 +185,26 @@ struct dynamic_einsum_attributes {
 
 /// The einsum rule with its notation as an attribute (registered as `"einsum"`), for
 /// notations known only at run time.
-struct dynamic_einsum : detail::rule_base<dynamic_einsum, dynamic_einsum_attributes> {
+struct dynamic_einsum : rule_base<dynamic_einsum, dynamic_einsum_attributes> {
   static constexpr std::string_view name = "einsum";
+  static constexpr operand_count input_count = operand_count::at_least(1);
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();
     const auto views = input_views(*n);
     const auto contracted = detail::contracted_labels(*n);
     return detail::einsum_forward(info, std::span<const std::string_view>(views.data(), views.size()), n->output.view(),
-                                  {contracted.data(), contracted.size()}, in, /*merge_conflicts=*/true);
+                                  {contracted.data(), contracted.size()}, in, /*merge_conflicts=*/true, s);
   }
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs,
+                                   semantics s) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();
     const auto views = input_views(*n);
     return detail::einsum_backward(info, std::span<const std::string_view>(views.data(), views.size()), n->output.view(),
-                                   in, out);
+                                   in, out, s);
   }
 
  private:

@@ -35,6 +35,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -43,28 +44,25 @@ namespace ctspmd::rules {
 struct elementwise_attributes {};
 
 /// The elementwise rule, n-ary with broadcasting.
-struct elementwise : detail::rule_base<elementwise, elementwise_attributes> {
+struct elementwise : rule_base<elementwise, elementwise_attributes> {
   static constexpr std::string_view name = "elementwise";
+  static constexpr operand_count input_count = operand_count::at_least(1);
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes&) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto n = make_notation(in);
     if (!n) return n.error();
-    static_vector<axes_dims_pair, max_operands> pairs;
-    for (std::size_t i = 0; i < in.size(); ++i) pairs.push_back({n->inputs[i], in[i].dims_mapping()});
-    const auto map = try_sharding_merge_for_tensors(std::span<const axes_dims_pair>(pairs.data(), pairs.size()),
-                                                    /*merge_conflicts=*/true);
-    if (!map) return map.error();
-
-    for (std::size_t i = 0; i < in.size(); ++i)
-      info.inputs.push_back(detail::mapped(in[i].dist_attr(), n->inputs[i], *map));
-    info.outputs.push_back(detail::mapped(in[0].dist_attr(), n->output, *map));
+    axis_to_dim_map map;
+    const auto views = n->view_list();
+    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view>(views.data(), views.size()), in, s));
+    for (std::size_t i = 0; i < in.size(); ++i) push(info.inputs, in[i].dist_attr(), n->inputs[i], map);
+    push(info.outputs, in[0].dist_attr(), n->output, map);
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&, semantics s) {
     const auto n = make_notation(in);
     if (!n) return n.error();
-    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
     const auto& o = out[0];
     if (o.ndim() != static_cast<std::int64_t>(n->output.size()))
       return make_error(error_kind::invalid_argument, "", "the output has rank {}, but the inputs broadcast to rank {}",
@@ -77,12 +75,10 @@ struct elementwise : detail::rule_base<elementwise, elementwise_attributes> {
                           "the output has size {} at dim {}, but the inputs broadcast to size {}", got, j, want);
     }
     // Only the output's mapping is merged: the inputs' own mappings do not count backward.
-    const auto map = try_sharding_merge_for_tensors({{n->output, o.dims_mapping()}}, /*merge_conflicts=*/true);
-    if (!map) return map.error();
-
-    for (std::size_t i = 0; i < in.size(); ++i)
-      info.inputs.push_back(detail::mapped(in[i].dist_attr(), n->inputs[i], *map));
-    info.outputs.push_back(detail::mapped(o.dist_attr(), n->output, *map));
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, n->output, o, s));
+    for (std::size_t i = 0; i < in.size(); ++i) push(info.inputs, in[i].dist_attr(), n->inputs[i], map);
+    push(info.outputs, o.dist_attr(), n->output, map);
     return {};
   }
 
@@ -91,6 +87,12 @@ struct elementwise : detail::rule_base<elementwise, elementwise_attributes> {
     static_vector<axes_string, max_operands> inputs;  ///< one label string per input
     axes_string output;
     tensor_shape shape;  ///< the broadcast shape
+    /// The inputs' labels as views.
+    constexpr static_vector<std::string_view, max_operands> view_list() const {
+      static_vector<std::string_view, max_operands> v;
+      for (const auto& l : inputs) v.push_back(l.view());
+      return v;
+    }
   };
 
   /// The labels of the inputs and of the output, and the broadcast shape.

@@ -35,18 +35,19 @@ struct embedding_attributes {
 };
 
 /// The embedding rule.
-struct embedding : detail::rule_base<embedding, embedding_attributes> {
+struct embedding : rule_base<embedding, embedding_attributes> {
   static constexpr std::string_view name = "embedding";
+  static constexpr operand_count input_count{2};
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 2));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& w = in[1];
     CTSPMD_TRY(check_weight(w));
     detail::einsum_labels<2> l;
     CTSPMD_TRY(labels_of(l, x.ndim()));
 
-    const std::int64_t row_mesh_dim = w.dims_mapping()[0];
+    const std::int64_t row_mesh_dim = ctspmd::detail::dim_list(w.dist_attr(), 0).major();
     if (attrs.padding_idx != -1 && row_mesh_dim != -1)
       return make_error(error_kind::invalid_argument, "",
                         "row-wise parallel of the embedding table does not support padding_idx (padding_idx = {}), but "
@@ -60,12 +61,10 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
 
     // Each device looks up only the rows it holds (the contracted j), so the output is partial
     // (sum) on the row mesh dim.
-    return detail::einsum_forward(info, l, in, /*merge_conflicts=*/false);
+    return detail::einsum_forward(info, l, in, /*merge_conflicts=*/false, s);
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&) {
-    CTSPMD_TRY(detail::check_count(in, 2));
-    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&, semantics s) {
     const auto& x = in[0];
     const auto& w = in[1];
     const auto& o = out[0];
@@ -75,7 +74,7 @@ struct embedding : detail::rule_base<embedding, embedding_attributes> {
                         x.ndim(), o.ndim());
     detail::einsum_labels<2> l;
     CTSPMD_TRY(labels_of(l, x.ndim()));
-    return detail::einsum_backward(info, l, in, out);
+    return detail::einsum_backward(info, l, in, out, s);
   }
 
  private:

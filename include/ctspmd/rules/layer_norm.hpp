@@ -33,12 +33,15 @@
 /// Round trip: forward then backward gives back forward's inputs, and forward from them gives
 /// the same outputs.
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -50,29 +53,28 @@ struct layer_norm_attributes {
 };
 
 /// The layer_norm rule.
-struct layer_norm : detail::rule_base<layer_norm, layer_norm_attributes> {
+struct layer_norm : rule_base<layer_norm, layer_norm_attributes> {
   static constexpr std::string_view name = "layer_norm";
+  static constexpr operand_count input_count{3};
+  static constexpr operand_count output_count{3};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 3));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto n = notation(in, attrs);
     if (!n) return n.error();
     const auto& x = in[0];
-    const auto map = try_sharding_merge_for_tensors({{n->lead, leading(x.dims_mapping(), n->lead.size())}});
-    if (!map) return map.error();
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, n->x, x, s));
 
-    info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
+    push(info.inputs, x.dist_attr(), n->x, map);  // the normalised dims replicated
     info.inputs.push_back(replicated_on_mesh(in[1].dist_attr()));
     info.inputs.push_back(replicated_on_mesh(in[2].dist_attr()));
-    info.outputs.push_back(info.inputs[0]);  // out: x's mapping with the normalised dims replicated
-    info.outputs.push_back(detail::mapped(x.dist_attr(), n->lead, *map));  // mean
-    info.outputs.push_back(info.outputs[1]);                               // variance
+    info.outputs.push_back(info.inputs[0]);          // out: x as required
+    push(info.outputs, x.dist_attr(), n->lead, map);  // mean
+    info.outputs.push_back(info.outputs[1]);         // variance
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 3));
-    CTSPMD_TRY(detail::check_count(out, 3, /*outputs=*/true));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     const auto n = notation(in, attrs);
     if (!n) return n.error();
     const auto& x = in[0];
@@ -87,31 +89,30 @@ struct layer_norm : detail::rule_base<layer_norm, layer_norm_attributes> {
       return make_error(error_kind::invalid_argument, "",
                         "variance must have rank begin_norm_axis = {}, but has rank {}", lead, out[2].ndim());
     // Only the outputs' leading dims are merged: the inputs' own mappings do not count backward.
-    const auto map = try_sharding_merge_for_tensors({{n->lead, leading(out[0].dims_mapping(), n->lead.size())},
-                                                     {n->lead, out[1].dims_mapping()},
-                                                     {n->lead, out[2].dims_mapping()}});
-    if (!map) return map.error();
+    const std::array<std::string_view, 3> labels{n->x.view(), n->lead.view(), n->lead.view()};
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view, 3>(labels), out, s));
 
-    info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
+    push(info.inputs, x.dist_attr(), n->x, map);
     info.inputs.push_back(replicated_on_mesh(in[1].dist_attr()));
     info.inputs.push_back(replicated_on_mesh(in[2].dist_attr()));
-    info.outputs.push_back(detail::mapped(out[0].dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
-    info.outputs.push_back(detail::mapped(out[1].dist_attr(), n->lead, *map));
-    info.outputs.push_back(detail::mapped(out[2].dist_attr(), n->lead, *map));
+    push(info.outputs, out[0].dist_attr(), n->x, map);
+    push(info.outputs, out[1].dist_attr(), n->lead, map);
+    push(info.outputs, out[2].dist_attr(), n->lead, map);
     return {};
   }
 
  private:
   struct labels {
-    axes_string x;     // x's and out's labels
+    axes_string x;     // x's and out's labels: the leading dims' letters, then '1' (normalised dims)
     axes_string lead;  // the leading dims': mean's and variance's labels
   };
 
   /// Checks the inputs' ranks and begin_norm_axis, and labels the operands.
   static constexpr result<labels> notation(spec_span in, const attributes& attrs) {
     const auto& x = in[0];
-    const auto x_axes = try_get_broadcast_axes(x.ndim(), x.ndim(), alphabets::full);
-    if (!x_axes) return x_axes.error();
+    const auto letters = first_letters(x.ndim());
+    if (!letters) return letters.error();
     const std::int64_t bna = attrs.begin_norm_axis < 0 ? attrs.begin_norm_axis + x.ndim() : attrs.begin_norm_axis;
     if (bna < 1 || bna >= x.ndim())
       return make_error(error_kind::invalid_argument, "",
@@ -121,14 +122,9 @@ struct layer_norm : detail::rule_base<layer_norm, layer_norm_attributes> {
       return make_error(error_kind::invalid_argument, "", "scale must be 1-D, but has rank {}", in[1].ndim());
     if (in[2].ndim() != 1)
       return make_error(error_kind::invalid_argument, "", "bias must be 1-D, but has rank {}", in[2].ndim());
-    return labels{*x_axes, axes_string(x_axes->view().substr(0, static_cast<std::size_t>(bna)))};
-  }
-
-  /// The first `count` entries of `dm`.
-  static constexpr dims_mapping leading(const dims_mapping& dm, std::size_t count) {
-    dims_mapping out;
-    for (std::size_t i = 0; i < count; ++i) out.push_back(dm[i]);
-    return out;
+    labels l{axes_string(*letters), axes_string(letters->substr(0, static_cast<std::size_t>(bna)))};
+    for (auto i = static_cast<std::size_t>(bna); i < l.x.size(); ++i) l.x[i] = broadcast_label;
+    return l;
   }
 };
 

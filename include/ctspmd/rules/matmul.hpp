@@ -41,23 +41,24 @@ struct matmul_attributes {
 };
 
 /// The matmul rule.
-struct matmul : detail::rule_base<matmul, matmul_attributes> {
+struct matmul : rule_base<matmul, matmul_attributes> {
   static constexpr std::string_view name = "matmul";
+  static constexpr operand_count input_count{2};
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 2));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     detail::einsum_labels<2> l;
     CTSPMD_TRY(labels_of(l, in[0].ndim(), in[1].ndim()));
-    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_forward(info, l, in, /*merge_conflicts=*/true);
-    return forward_transposed(info, l, in, attrs);
+    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_forward(info, l, in, /*merge_conflicts=*/true, s);
+    return forward_transposed(info, l, in, attrs, s);
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 2));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs,
+                                   semantics s) {
     detail::einsum_labels<2> l;
     CTSPMD_TRY(labels_of(l, in[0].ndim(), in[1].ndim()));
-    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_backward(info, l, in, out);
-    return backward_transposed(info, l, in, out, attrs);
+    if (!attrs.trans_x && !attrs.trans_y) return detail::einsum_backward(info, l, in, out, s);
+    return backward_transposed(info, l, in, out, attrs, s);
   }
 
   /// The einsum notation of a matmul of ranks `x_ndim` and `y_ndim` (in (m, k) / (k, n) order).
@@ -107,23 +108,32 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
   // mappings swapped back. Apart, so that the copies of the operands they make do not weigh
   // on the untransposed call.
   CTSPMD_NOINLINE static constexpr status forward_transposed(spmd_info& info, const detail::einsum_labels<2>& l,
-                                                             spec_span in, const attributes& attrs) {
+                                                             spec_span in, const attributes& attrs, semantics s) {
     const auto t = transposed_operands(in, attrs);
     if (!t) return t.error();
-    CTSPMD_TRY(detail::einsum_forward(info, l, {t->data(), 2}, /*merge_conflicts=*/true));
+    CTSPMD_TRY(detail::einsum_forward(info, l, {t->data(), 2}, /*merge_conflicts=*/true, s));
     swap_back(info, attrs);
     return {};
   }
   CTSPMD_NOINLINE static constexpr status backward_transposed(spmd_info& info, const detail::einsum_labels<2>& l,
-                                                              spec_span in, spec_span out, const attributes& attrs) {
+                                                              spec_span in, spec_span out, const attributes& attrs,
+                                                              semantics s) {
     const auto t = transposed_operands(in, attrs);
     if (!t) return t.error();
-    CTSPMD_TRY(detail::einsum_backward(info, l, {t->data(), 2}, out));
+    CTSPMD_TRY(detail::einsum_backward(info, l, {t->data(), 2}, out, s));
     swap_back(info, attrs);
     return {};
   }
 
-  static constexpr void swap_last_two(dims_mapping& dm) { std::swap(dm[dm.size() - 2], dm[dm.size() - 1]); }
+  /// `a` with the lists of its last two dims swapped.
+  static constexpr void swap_last_two(tensor_dist_attr& a) {
+    using access = ctspmd::detail::tensor_dist_attr_access;
+    const std::size_t n = a.rank();
+    const mesh_dim_list last = access::list(a, n - 1), before = access::list(a, n - 2);
+    access::replace(a, n - 2, mesh_dim_list{});
+    access::replace(a, n - 1, before);
+    access::replace(a, n - 2, last);
+  }
 
   /// x and y as the einsum reads them: a transposed operand with its last two dims swapped.
   static constexpr result<static_vector<dist_tensor_spec, 2>> transposed_operands(spec_span in, const attributes& attrs) {
@@ -136,11 +146,9 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
                                                                    : "trans_y needs y of rank >= 2, but y has rank {}",
                           in[i].ndim());
       auto shape = in[i].shape();
-      auto dm = in[i].dims_mapping();
       std::swap(shape[shape.size() - 2], shape[shape.size() - 1]);
-      swap_last_two(dm);
       tensor_dist_attr attr = in[i].dist_attr();
-      attr.set_dims_mapping(dm);
+      swap_last_two(attr);
       t[i] = dist_tensor_spec(shape, attr);
     }
     return t;
@@ -149,12 +157,8 @@ struct matmul : detail::rule_base<matmul, matmul_attributes> {
   /// Returns the inferred mappings of transposed operands to their stored order.
   static constexpr void swap_back(spmd_info& info, const attributes& attrs) {
     const bool trans[2] = {attrs.trans_x, attrs.trans_y};
-    for (std::size_t i = 0; i < 2; ++i) {
-      if (!trans[i]) continue;
-      auto dm = info.inputs[i].dims_mapping();
-      swap_last_two(dm);
-      info.inputs[i].set_dims_mapping(dm);
-    }
+    for (std::size_t i = 0; i < 2; ++i)
+      if (trans[i]) swap_last_two(info.inputs[i]);
   }
 };
 

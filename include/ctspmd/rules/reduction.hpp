@@ -60,6 +60,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -125,41 +126,35 @@ constexpr bool reduction_commutes(reduce_type part, reduce_type op) noexcept {
 
 /// The reduction rule whose reduce type defaults to `R` (see the file comment).
 template <reduce_type R>
-struct reduction_with : detail::rule_base<reduction_with<R>, basic_reduction_attributes<R>> {
+struct reduction_with : rule_base<reduction_with<R>, basic_reduction_attributes<R>> {
   using attributes = basic_reduction_attributes<R>;
   static constexpr std::string_view name = "reduction";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     CTSPMD_TRY(check_reduce(attrs.reduce));
     const auto& x = in[0];
     const auto n = detail::make_reduction_notation(x.ndim(), attrs.axis, attrs.keep_dim);
     if (!n) return n.error();
-    const auto map = try_sharding_merge_for_tensors({{n->x, x.dims_mapping()}});
-    if (!map) return map.error();
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, n->x, x, s));
 
-    tensor_dist_attr x_attr = x.dist_attr();  // as merged: a single valid mapping is unchanged
-    tensor_dist_attr out = detail::mapped(x.dist_attr(), n->out, *map);
+    info.inputs.push_back(x.dist_attr());  // as merged: a single valid mapping is unchanged
+    tensor_dist_attr& out = push(info.outputs, x.dist_attr(), n->out, map);
     // Each device reduced only its shard of a sharded reduced axis: the parts combine by `reduce`.
-    out.set_partial_status(resolute_output_partial_dimension(*map, n->out), attrs.reduce);
-    mesh_dims reshard;
+    out.set_partial_status(resolute_output_partial_dimension(map, n->out), attrs.reduce);
     for (const std::int64_t p : x.dist_attr().partial_dims()) {
       const reduce_type part = x.dist_attr().partial_reduce_type(p);
       if (detail::reduction_commutes(part, attrs.reduce))
         out.set_partial_status({p}, part);
       else
-        reshard.push_back(p);  // the parts must be combined before reducing
+        info.inputs[0].clean_partial_dims({p});  // the parts must be combined before reducing
     }
-    x_attr.clean_partial_dims(reshard);
-
-    info.inputs.push_back(x_attr);
-    info.outputs.push_back(out);
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
-    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     CTSPMD_TRY(check_reduce(attrs.reduce));
     const auto& x = in[0];
     const auto& o = out[0];
@@ -171,15 +166,11 @@ struct reduction_with : detail::rule_base<reduction_with<R>, basic_reduction_att
                         "the output must have rank {} (x has rank {} and {} reduced dims), but has rank {}", expected,
                         x.ndim(), n->reduced, o.ndim());
     // Only the output's mapping is merged: x's own mapping does not count backward.
-    const auto map = try_sharding_merge_for_tensors({{n->out, o.dims_mapping()}});
-    if (!map) return map.error();
-    const auto out_dims = try_get_dims_mapping_for_axes(n->out, *map);
-    if (!out_dims) return out_dims.error();
-
-    tensor_dist_attr out_attr = o.dist_attr();
-    out_attr.set_dims_mapping(*out_dims);  // only ever replaces entries by -1: keeps partial valid
-    info.inputs.push_back(detail::mapped(x.dist_attr(), n->x, *map, /*unsharded_miss_axis=*/true));
-    info.outputs.push_back(out_attr);
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, n->out, o, s));
+    push(info.inputs, x.dist_attr(), n->x, map);
+    // The output as merged (a sharded keep_dim '1' dim becomes replicated), with its partial status.
+    add_partial_of(push(info.outputs, o.dist_attr(), n->out, map), o.dist_attr());
     return {};
   }
 
@@ -197,29 +188,29 @@ using reduction = reduction_with<reduce_type::sum>;
 
 /// The frobenius_norm rule: reduced dims replicated, x not partial, the output never
 /// partial (see the file comment for why the reduction rule is wrong for a norm).
-struct frobenius_norm : detail::rule_base<frobenius_norm, reduction_attributes> {
+struct frobenius_norm : rule_base<frobenius_norm, reduction_attributes> {
   static constexpr std::string_view name = "frobenius_norm";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = detail::make_reduction_notation(x.ndim(), attrs.axis, attrs.keep_dim);
     if (!n) return n.error();
     // The norm of a shard, or of a part, is no part of the norm: the reduced dims are gathered
     // and the parts combined before the operator.
-    dims_mapping dm = x.dims_mapping();
-    for (std::size_t i = 0; i < dm.size(); ++i)
-      if (!has_label(n->out.view(), n->x[i])) dm[i] = -1;  // a reduced dim (absent, or '1' with keep_dim)
     tensor_dist_attr whole = x.dist_attr();
     whole.clean_partial_status();
-    whole.set_dims_mapping(dm);
+    for (std::size_t i = 0; i < whole.rank(); ++i)
+      if (!has_label(n->out.view(), n->x[i]))  // a reduced dim (absent, or '1' with keep_dim)
+        ctspmd::detail::tensor_dist_attr_access::replace(whole, i, mesh_dim_list{});
     const dist_tensor_spec required(x.shape(), whole);
     // No sharded reduced dim and no partial x: the output is not partial.
-    return reduction::forward(info, {&required, 1}, attrs);
+    return reduction::forward(info, {&required, 1}, attrs, s);
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(reduction::backward(info, in, out, attrs));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
+    CTSPMD_TRY(reduction::backward(info, in, out, attrs, s));
     info.outputs[0].clean_partial_status();  // the norm is never partial
     return {};
   }

@@ -25,10 +25,12 @@ namespace ctspmd::rules {
 struct replicated_attributes {};
 
 /// The replicated rule: everything replicated.
-struct replicated : detail::rule_base<replicated, replicated_attributes> {
+struct replicated : rule_base<replicated, replicated_attributes> {
   static constexpr std::string_view name = "replicated";
+  static constexpr operand_count input_count = operand_count::at_least(0);  // forward needs one
+  static constexpr operand_count output_count = operand_count::at_least(0);
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes&) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     if (in.empty()) return make_error(error_kind::invalid_argument, "", "expects at least 1 input, got {}", in.size());
     for (const auto& x : in) info.inputs.push_back(replicated_on_mesh(x.dist_attr()));
     // Paddle's assumption: one output, of input 0's rank.
@@ -36,7 +38,7 @@ struct replicated : detail::rule_base<replicated, replicated_attributes> {
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&, semantics) {
     for (const auto& x : in) info.inputs.push_back(replicated_on_mesh(x.dist_attr()));
     for (const auto& o : out) info.outputs.push_back(replicated_on_mesh(o.dist_attr()));
     return {};

@@ -52,6 +52,7 @@
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/rules/dim_trans.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -63,8 +64,10 @@ struct reshape_attributes {
 };
 
 /// The reshape rule.
-struct reshape : detail::rule_base<reshape, reshape_attributes> {
+struct reshape : rule_base<reshape, reshape_attributes> {
   static constexpr std::string_view name = "reshape";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
 
   /// A target shape resolved against a source shape: the sizes (-1 where unknown until run
   /// time) and, per target dim, the source dim known to have its size (or -1).
@@ -155,28 +158,22 @@ struct reshape : detail::rule_base<reshape, reshape_attributes> {
     return t;
   }
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics) {
     const auto& x = in[0];
     const auto tgt = resolve_target(x.shape(), attrs.shape);
     if (!tgt) return tgt.error();
     const auto trans = make_reshape_dim_trans(x.shape(), tgt->shape, tgt->same_size);
-    const auto sharding = infer_from_dim_trans(x.dims_mapping(), trans, x.process_mesh());
-
-    tensor_dist_attr x_attr = x.dist_attr();  // keeps x's partial status
-    x_attr.set_dims_mapping(sharding.input);
-    info.inputs.push_back(x_attr);
-    tensor_dist_attr out = copy_tensor_dist_attr_for_output(x.dist_attr());
-    out.set_dims_mapping(sharding.output);
-    // A reshape moves elements without combining them: partial parts stay parts of the output.
-    for (const auto m : x.dist_attr().partial_dims()) out.set_partial_status({m}, x.dist_attr().partial_reduce_type(m));
-    info.outputs.push_back(out);
+    dim_lists required, output;
+    infer_from_dim_trans(lists_of(x.dist_attr()), trans, x.process_mesh(), required, output);
+    // x keeps its partial status; a reshape moves elements without combining them, so partial
+    // parts stay parts of the output.
+    assign(info.inputs.emplace_back(x.dist_attr()), required);
+    add_partial_of(assign(info.outputs.emplace_back(copy_tensor_dist_attr_for_output(x.dist_attr())), output),
+                   x.dist_attr());
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
-    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics) {
     const auto& x = in[0];
     const auto& o = out[0];
     const auto tgt = resolve_target(x.shape(), attrs.shape);
@@ -200,18 +197,28 @@ struct reshape : detail::rule_base<reshape, reshape_attributes> {
       if (const auto i = tgt->same_size[j]; i >= 0)
         same_size[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(j);
     const auto trans = make_reshape_dim_trans(out_shape, x.shape(), same_size);
-    const auto sharding = infer_from_dim_trans(o.dims_mapping(), trans, o.process_mesh());
-
-    tensor_dist_attr x_attr = copy_tensor_dist_attr_for_output(x.dist_attr());
-    x_attr.set_dims_mapping(sharding.output);
-    info.inputs.push_back(x_attr);
-    tensor_dist_attr o_attr = o.dist_attr();  // keeps the output's partial status
-    o_attr.set_dims_mapping(sharding.input);
-    info.outputs.push_back(o_attr);
+    dim_lists required, derived;
+    infer_from_dim_trans(lists_of(o.dist_attr()), trans, o.process_mesh(), required, derived);
+    assign(info.inputs.emplace_back(copy_tensor_dist_attr_for_output(x.dist_attr())), derived);
+    assign(info.outputs.emplace_back(o.dist_attr()), required);  // keeps the output's partial status
     return {};
   }
 
  private:
+  /// The mesh dims of each dim of `a`.
+  static constexpr dim_lists lists_of(const tensor_dist_attr& a) {
+    dim_lists l;
+    for (std::size_t d = 0; d < a.rank(); ++d) l.push_back(ctspmd::detail::dim_list(a, d));
+    return l;
+  }
+  /// `a` with the mapping `lists` (whose mesh dims `a` does not hold partial: they come from
+  /// its own mapping, or that of an attr of the same partial status).
+  static constexpr tensor_dist_attr& assign(tensor_dist_attr& a, const dim_lists& lists) {
+    using access = ctspmd::detail::tensor_dist_attr_access;
+    access::clear(a);
+    for (const auto& l : lists) access::append(a, l);
+    return a;
+  }
   /// p *= f for sizes p, f >= 0; false if the product overflows int64.
   static constexpr bool multiply(std::int64_t& p, std::int64_t f) noexcept {
     if (f != 0 && p > std::numeric_limits<std::int64_t>::max() / f) return false;

@@ -1,11 +1,28 @@
 #ifndef CTSPMD_RULES_RULE_BASE_HPP
 #define CTSPMD_RULES_RULE_BASE_HPP
-/// \file The public entry points every rule shares, and checks rules run at their entry.
+/// \file The rule contract (`SpmdRule`), the public entry points every rule shares
+/// (`rule_base`), and the two semantics a rule can follow.
+///
+/// A rule is a struct with
+/// - `name`: a `std::string_view`, the name its errors carry;
+/// - `attributes`: an aggregate with Paddle's defaults, adapted with `BOOST_HANA_ADAPT_STRUCT`
+///   (the runtime layer and the JSON tool fill it by name);
+/// - `input_count` and `output_count`: `operand_count`s, how many operands each side takes
+///   (checked before the rule runs; the fuzzer and the tool read them);
+/// - `forward(spmd_info&, spec_span inputs, const attributes&, semantics)` and
+///   `backward(spmd_info&, spec_span inputs, spec_span outputs, const attributes&, semantics)`,
+///   each appending the inferred attrs to an empty `spmd_info` and returning a `status`.
+/// Deriving from `rule_base<Rule, Attributes>` gives it its public API. rules/kit.hpp has the
+/// pieces rules are written with; rules/registry.hpp checks every registered rule against
+/// `SpmdRule` and names the first requirement it misses.
 
+#include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <string_view>
+#include <type_traits>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/dist/dist_tensor_spec.hpp>
@@ -18,74 +35,115 @@ namespace ctspmd {
 /// Operand specs as rules read them.
 using spec_span = std::span<const dist_tensor_spec>;
 
-namespace rules::detail {
+/// Which of Paddle's two generations of rules a call follows: `fluid` (2023, the default; one
+/// mesh dim per axis, conflicts are errors or first-wins) or `phi` (2025: co-shard, merges that
+/// turn conflicting proposals into co-shards, phi's partial handling). Each rule's header says
+/// where the two differ for it.
+enum class semantics : std::uint8_t { fluid, phi };
 
-/// Gives a rule `Rule` (which defines `name`, `forward(spmd_info&, spec_span, const Attributes&)`
-/// and `backward(spmd_info&, spec_span, spec_span, const Attributes&)`, both appending the
-/// inferred attrs to an empty `spmd_info` and returning a `status`) its public API:
-/// `try_infer_forward` / `try_infer_backward` (result-returning), `infer_forward` /
-/// `infer_backward` (throwing; a compile error in constant evaluation), each over a span or a
-/// braced list of `dist_tensor_spec`, and `try_infer_forward_into` / `try_infer_backward_into`
-/// (writing into a given `spmd_info`, returning a `status`). Errors are reported under the
-/// rule's name, and all operands must live on one process mesh.
+/// The name of a semantics ("fluid", "phi").
+constexpr std::string_view to_string(semantics s) noexcept { return s == semantics::phi ? "phi" : "fluid"; }
+
+/// How many operands one side of a rule takes: between `min` and `max`.
+struct operand_count {
+  std::size_t min = 0;
+  std::size_t max = 0;
+  /// Exactly n.
+  constexpr operand_count(std::size_t n) noexcept : min(n), max(n) {}  // NOLINT: a count by design
+  constexpr operand_count(std::size_t lo, std::size_t hi) noexcept : min(lo), max(hi) {}
+  /// n or more (up to max_operands).
+  static constexpr operand_count at_least(std::size_t n) noexcept { return {n, max_operands}; }
+  constexpr bool accepts(std::size_t n) const noexcept { return n >= min && n <= max; }
+  friend constexpr bool operator==(operand_count, operand_count) = default;
+};
+
+/// The rule contract (see the file comment).
+template <class R>
+concept SpmdRule =
+    requires { typename R::attributes; } && std::is_aggregate_v<typename R::attributes> &&
+    std::default_initializable<typename R::attributes> && std::copyable<typename R::attributes> &&
+    requires(spmd_info& info, spec_span specs, const typename R::attributes& attrs, semantics s) {
+      { R::name } -> std::convertible_to<std::string_view>;
+      { R::input_count } -> std::convertible_to<operand_count>;
+      { R::output_count } -> std::convertible_to<operand_count>;
+      { R::forward(info, specs, attrs, s) } -> std::same_as<status>;
+      { R::backward(info, specs, specs, attrs, s) } -> std::same_as<status>;
+    };
+
+/// Gives a rule `Rule` (see `SpmdRule`) its public API: `try_infer_forward` /
+/// `try_infer_backward` (result-returning), `infer_forward` / `infer_backward` (throwing; a
+/// compile error in constant evaluation), each over a span or a braced list of
+/// `dist_tensor_spec`, and `try_infer_forward_into` / `try_infer_backward_into` (writing into a
+/// given `spmd_info`, returning a `status`). Each takes the attributes and the semantics
+/// (`fluid` by default). Before the rule runs, the operand counts are checked against its
+/// `input_count` / `output_count` and all operands must live on one process mesh; errors are
+/// reported under the rule's name.
 ///
-/// Why an out-parameter inside: an `spmd_info` is large (two vectors of `max_operands` attrs).
+/// Why an out-parameter inside: an `spmd_info` holds two vectors of `max_operands` attrs.
 /// Written once where the caller receives it (the named return value of `infer_forward`, the
-/// value inside `try_infer_forward`'s result), it is never copied on the way out; returned
-/// through a `result` at each layer it was copied at each.
+/// value inside `try_infer_forward`'s result), it is never copied on the way out.
 template <class Rule, class Attributes>
 struct rule_base {
   using attributes = Attributes;
   using inputs_list = std::initializer_list<dist_tensor_spec>;
 
   /// Forward inference into `info` (empty): ok, or the error (then `info` is unspecified).
-  static constexpr status try_infer_forward_into(spmd_info& info, spec_span inputs, const Attributes& attrs = {}) {
-    if (auto s = check_one_mesh(inputs, {}); !s) return named(s.error());
-    if (auto s = Rule::forward(info, inputs, attrs); !s) return named(s.error());
+  static constexpr status try_infer_forward_into(spmd_info& info, spec_span inputs, const Attributes& attrs = {},
+                                                 semantics s = semantics::fluid) {
+    static_assert(SpmdRule<Rule>, "a rule must satisfy ctspmd::SpmdRule (see rules/rule_base.hpp)");
+    if (auto c = check_operands(inputs, {}, false); !c) return named(c.error());
+    if (auto r = Rule::forward(info, inputs, attrs, s); !r) return named(r.error());
     return {};
   }
   /// Backward inference into `info` (empty): ok, or the error (then `info` is unspecified).
   static constexpr status try_infer_backward_into(spmd_info& info, spec_span inputs, spec_span outputs,
-                                                  const Attributes& attrs = {}) {
-    if (auto s = check_one_mesh(inputs, outputs); !s) return named(s.error());
-    if (auto s = Rule::backward(info, inputs, outputs, attrs); !s) return named(s.error());
+                                                  const Attributes& attrs = {}, semantics s = semantics::fluid) {
+    static_assert(SpmdRule<Rule>, "a rule must satisfy ctspmd::SpmdRule (see rules/rule_base.hpp)");
+    if (auto c = check_operands(inputs, outputs, true); !c) return named(c.error());
+    if (auto r = Rule::backward(info, inputs, outputs, attrs, s); !r) return named(r.error());
     return {};
   }
 
-  static constexpr result<spmd_info> try_infer_forward(spec_span inputs, const Attributes& attrs = {}) {
+  static constexpr result<spmd_info> try_infer_forward(spec_span inputs, const Attributes& attrs = {},
+                                                       semantics s = semantics::fluid) {
     result<spmd_info> r{spmd_info{}};  // one returned object (so it is built in place), filled in place
-    if (auto s = try_infer_forward_into(*r, inputs, attrs); !s) r = s.error();
+    if (auto st = try_infer_forward_into(*r, inputs, attrs, s); !st) r = st.error();
     return r;
   }
-  static constexpr result<spmd_info> try_infer_forward(inputs_list inputs, const Attributes& attrs = {}) {
-    return try_infer_forward(as_span(inputs), attrs);
+  static constexpr result<spmd_info> try_infer_forward(inputs_list inputs, const Attributes& attrs = {},
+                                                       semantics s = semantics::fluid) {
+    return try_infer_forward(as_span(inputs), attrs, s);
   }
   static constexpr result<spmd_info> try_infer_backward(spec_span inputs, spec_span outputs,
-                                                        const Attributes& attrs = {}) {
+                                                        const Attributes& attrs = {}, semantics s = semantics::fluid) {
     result<spmd_info> r{spmd_info{}};
-    if (auto s = try_infer_backward_into(*r, inputs, outputs, attrs); !s) r = s.error();
+    if (auto st = try_infer_backward_into(*r, inputs, outputs, attrs, s); !st) r = st.error();
     return r;
   }
   static constexpr result<spmd_info> try_infer_backward(inputs_list inputs, inputs_list outputs,
-                                                        const Attributes& attrs = {}) {
-    return try_infer_backward(as_span(inputs), as_span(outputs), attrs);
+                                                        const Attributes& attrs = {}, semantics s = semantics::fluid) {
+    return try_infer_backward(as_span(inputs), as_span(outputs), attrs, s);
   }
 
-  static constexpr spmd_info infer_forward(spec_span inputs, const Attributes& attrs = {}) {
+  static constexpr spmd_info infer_forward(spec_span inputs, const Attributes& attrs = {},
+                                           semantics s = semantics::fluid) {
     spmd_info info;
-    try_infer_forward_into(info, inputs, attrs).check();
+    try_infer_forward_into(info, inputs, attrs, s).check();
     return info;
   }
-  static constexpr spmd_info infer_forward(inputs_list inputs, const Attributes& attrs = {}) {
-    return infer_forward(as_span(inputs), attrs);
+  static constexpr spmd_info infer_forward(inputs_list inputs, const Attributes& attrs = {},
+                                           semantics s = semantics::fluid) {
+    return infer_forward(as_span(inputs), attrs, s);
   }
-  static constexpr spmd_info infer_backward(spec_span inputs, spec_span outputs, const Attributes& attrs = {}) {
+  static constexpr spmd_info infer_backward(spec_span inputs, spec_span outputs, const Attributes& attrs = {},
+                                            semantics s = semantics::fluid) {
     spmd_info info;
-    try_infer_backward_into(info, inputs, outputs, attrs).check();
+    try_infer_backward_into(info, inputs, outputs, attrs, s).check();
     return info;
   }
-  static constexpr spmd_info infer_backward(inputs_list inputs, inputs_list outputs, const Attributes& attrs = {}) {
-    return infer_backward(as_span(inputs), as_span(outputs), attrs);
+  static constexpr spmd_info infer_backward(inputs_list inputs, inputs_list outputs, const Attributes& attrs = {},
+                                            semantics s = semantics::fluid) {
+    return infer_backward(as_span(inputs), as_span(outputs), attrs, s);
   }
 
  private:
@@ -94,10 +152,26 @@ struct rule_base {
     e.op = Rule::name;
     return e;
   }
-  static constexpr status check_one_mesh(spec_span inputs, spec_span outputs) {
-    if (inputs.size() > max_operands || outputs.size() > max_operands)
-      return make_error(error_kind::invalid_argument, "", "{} inputs and {} outputs exceed max_operands = {}",
-                        inputs.size(), outputs.size(), max_operands);
+  static constexpr status check_count(std::size_t got, operand_count want, bool outputs) {
+    if (want.accepts(got)) return {};
+    if (want.min == want.max)
+      return make_error(error_kind::invalid_argument, "",
+                        outputs ? (want.min == 1 ? "expects {} output, got {}" : "expects {} outputs, got {}")
+                                : (want.min == 1 ? "expects {} input, got {}" : "expects {} inputs, got {}"),
+                        want.min, got);
+    if (want.max == max_operands)  // values: got, then the minimum
+      return make_error(error_kind::invalid_argument, "",
+                        outputs ? (want.min == 1 ? "expects at least {1} output, got {0}" : "expects at least {1} outputs, got {0}")
+                                : (want.min == 1 ? "expects at least {1} input, got {0}" : "expects at least {1} inputs, got {0}"),
+                        got, want.min);
+    return make_error(error_kind::invalid_argument, "",
+                      outputs ? "expects {} to {} outputs, got {}" : "expects {} to {} inputs, got {}", want.min,
+                      want.max, got);
+  }
+  /// Operand counts (outputs only backward) and one mesh for all operands.
+  static constexpr status check_operands(spec_span inputs, spec_span outputs, bool backward) {
+    CTSPMD_TRY(check_count(inputs.size(), Rule::input_count, false));
+    if (backward) CTSPMD_TRY(check_count(outputs.size(), Rule::output_count, true));
     const dist_tensor_spec* first = !inputs.empty() ? &inputs[0] : !outputs.empty() ? &outputs[0] : nullptr;
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (!(inputs[i].process_mesh() == first->process_mesh()))
@@ -110,23 +184,6 @@ struct rule_base {
   }
 };
 
-/// Checks that a rule got `expected` operands of a kind ("inputs" / "outputs").
-constexpr status check_count(spec_span specs, std::size_t expected, bool outputs = false) {
-  if (specs.size() != expected)
-    return make_error(error_kind::invalid_argument, "", outputs ? "expects {} outputs, got {}" : "expects {} inputs, got {}",
-                      expected, specs.size());
-  return {};
-}
-
-/// A dist attr on `src`'s mesh (and batch dim) with the dims mapping of `axes` under `map`.
-constexpr tensor_dist_attr mapped(const tensor_dist_attr& src, std::string_view axes, const axis_to_dim_map& map,
-                                  bool unsharded_miss_axis = false) {
-  tensor_dist_attr a(src.process_mesh());
-  ctspmd::detail::tensor_dist_attr_access::assign_mapped(a, src, axes, map, unsharded_miss_axis);
-  return a;
-}
-
-}  // namespace rules::detail
 }  // namespace ctspmd
 
 #endif

@@ -25,6 +25,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -35,60 +36,45 @@ struct softmax_attributes {
 };
 
 /// The softmax rule (also `log_softmax`).
-struct softmax : detail::rule_base<softmax, softmax_attributes> {
+struct softmax : rule_base<softmax, softmax_attributes> {
   static constexpr std::string_view name = "softmax";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
-    const auto& x = in[0];
-    const auto axes = try_get_broadcast_axes(x.ndim(), x.ndim(), alphabets::full);
-    if (!axes) return axes.error();
-    const auto map = merge_with_axis_replicated(*axes, x.dims_mapping(), attrs.axis);
-    if (!map) return map.error();
-
-    info.inputs.push_back(detail::mapped(x.dist_attr(), *axes, *map));
-    info.outputs.push_back(detail::mapped(x.dist_attr(), *axes, *map));
-    return {};
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
+    return infer(info, in[0], in[0], attrs, s);
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
-    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& o = out[0];
     if (o.ndim() != x.ndim())
       return make_error(error_kind::invalid_argument, "", "the output has rank {}, but x has rank {}", o.ndim(),
                         x.ndim());
-    for (std::size_t d = 0; d < x.shape().size(); ++d) {
-      const auto want = x.shape()[d];
-      const auto got = o.shape()[d];
-      if (got != -1 && want != -1 && got != want)
-        return make_error(error_kind::invalid_argument, "", "output dim {} has size {}, but x has size {}", d, got,
-                          want);
-    }
-    const auto axes = try_get_broadcast_axes(x.ndim(), x.ndim(), alphabets::full);
-    if (!axes) return axes.error();
+    CTSPMD_TRY(check_same_sizes(o.shape(), x.shape(), "output dim {} has size {}, but x has size {}"));
     // Only the output's mapping is merged: x's own mapping does not count backward.
-    const auto map = merge_with_axis_replicated(*axes, o.dims_mapping(), attrs.axis);
-    if (!map) return map.error();
-
-    info.inputs.push_back(detail::mapped(x.dist_attr(), *axes, *map));
-    info.outputs.push_back(detail::mapped(o.dist_attr(), *axes, *map));
-    return {};
+    return infer(info, x, o, attrs, s);
   }
 
  private:
-  /// Checks `axis` against the rank of `axes`, and merges `mapping` with that axis replicated.
-  static constexpr result<axis_to_dim_map> merge_with_axis_replicated(std::string_view axes, dims_mapping mapping,
-                                                                      std::int64_t axis) {
-    const auto rank = static_cast<std::int64_t>(axes.size());
+  /// x and the output as `from`'s mapping makes them, with the softmax axis replicated.
+  static constexpr status infer(spmd_info& info, const dist_tensor_spec& x, const dist_tensor_spec& from,
+                                const attributes& attrs, semantics s) {
+    const auto letters = first_letters(x.ndim());
+    if (!letters) return letters.error();
+    const std::int64_t rank = x.ndim();
     const std::int64_t bound = rank > 0 ? rank : 1;  // a 0-D x takes axis -1 or 0
-    if (axis < -bound || axis >= bound)
-      return make_error(error_kind::invalid_argument, "", "axis {} is outside [-{}, {}) for x of rank {}", axis, bound,
-                        bound, rank);
+    if (attrs.axis < -bound || attrs.axis >= bound)
+      return make_error(error_kind::invalid_argument, "", "axis {} is outside [-{}, {}) for x of rank {}", attrs.axis,
+                        bound, bound, rank);
     // The softmax axis must be replicated: every output element reads all of it.
-    if (rank > 0) mapping[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)] = -1;
-    return try_sharding_merge_for_tensors({{axes, mapping}}, /*merge_conflicts=*/false);
+    axes_string labels(*letters);
+    if (rank > 0) labels[static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis)] = broadcast_label;
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, labels, from, s, {/*merge_conflicts=*/false}));
+    push(info.inputs, x.dist_attr(), labels, map);
+    push(info.outputs, from.dist_attr(), labels, map);
+    return {};
   }
 };
 

@@ -37,6 +37,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -49,42 +50,40 @@ struct split_attributes {
 };
 
 /// The split rule.
-struct split : detail::rule_base<split, split_attributes> {
+struct split : rule_base<split, split_attributes> {
   static constexpr std::string_view name = "split";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count = operand_count::at_least(1);  // as num or sections say
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = notate(x, attrs);
     if (!n) return n.error();
-    const auto map = try_sharding_merge_for_tensors({{n->x_axes, x.dims_mapping()}});
-    if (!map) return map.error();
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, n->x_axes, x, s));
 
     // The split axis is replicated; the rest of x, partial status included, is unchanged.
-    const auto required = with_partial_of(detail::mapped(x.dist_attr(), n->out_axes, *map), x.dist_attr());
-    info.inputs.push_back(required);
+    const auto& required = add_partial_of(push(info.inputs, x.dist_attr(), n->out_axes, map), x.dist_attr());
     for (std::size_t i = 0; i < n->count; ++i) info.outputs.push_back(required);
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = notate(x, attrs);
     if (!n) return n.error();
-    CTSPMD_TRY(detail::check_count(out, n->count, /*outputs=*/true));
-    static_vector<axes_dims_pair, max_operands> pairs;
-    for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out.size() != n->count)
+      return make_error(error_kind::invalid_argument, "", "expects {} outputs, got {}", n->count, out.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
       if (out[i].ndim() != x.ndim())
         return make_error(error_kind::invalid_argument, "", "output {} has rank {}, but x has rank {}", i,
                           out[i].ndim(), x.ndim());
-      pairs.push_back({n->x_axes, out[i].dims_mapping()});
-    }
-    const auto map = try_sharding_merge_for_tensors(std::span<const axes_dims_pair>(pairs.data(), pairs.size()));
-    if (!map) return map.error();
+    static_vector<std::string_view, max_operands> labels(out.size(), n->x_axes.view());
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view>(labels.data(), labels.size()), out, s));
 
-    info.inputs.push_back(detail::mapped(x.dist_attr(), n->out_axes, *map, /*unsharded_miss_axis=*/true));
-    for (const auto& o : out) info.outputs.push_back(detail::mapped(o.dist_attr(), n->out_axes, *map));
+    push(info.inputs, x.dist_attr(), n->out_axes, map);
+    for (const auto& o : out) push(info.outputs, o.dist_attr(), n->out_axes, map);
     return {};
   }
 
@@ -98,10 +97,10 @@ struct split : detail::rule_base<split, split_attributes> {
   /// Validates the attributes against x and labels the tensors.
   static constexpr result<notation> notate(const dist_tensor_spec& x, const attributes& attrs) {
     const std::int64_t rank = x.ndim();
-    if (attrs.axis < -rank || attrs.axis >= rank)
-      return make_error(error_kind::invalid_argument, "", "axis {} is out of range for x of rank {}", attrs.axis, rank);
-    const auto axis = static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis);
-    const auto letters = try_get_broadcast_axes(rank, rank, alphabets::split);
+    const auto normalized = normalize_axis(attrs.axis, rank, "axis {} is out of range for x of rank {}");
+    if (!normalized) return normalized.error();
+    const std::size_t axis = *normalized;
+    const auto letters = first_letters(rank, alphabets::split);
     if (!letters) return letters.error();
 
     const bool by_num = attrs.num > 0 && attrs.sections.empty();
@@ -165,11 +164,6 @@ struct split : detail::rule_base<split, split_attributes> {
     return {};
   }
 
-  /// `a` with the partial status (mesh dims and reduce types) of `src`.
-  static constexpr tensor_dist_attr with_partial_of(tensor_dist_attr a, const tensor_dist_attr& src) {
-    for (auto m : src.partial_dims()) a.set_partial_status({m}, src.partial_reduce_type(m));
-    return a;
-  }
 };
 
 }  // namespace ctspmd::rules

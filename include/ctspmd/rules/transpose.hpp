@@ -24,6 +24,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
@@ -34,25 +35,23 @@ struct transpose_attributes {
 };
 
 /// The transpose rule.
-struct transpose : detail::rule_base<transpose, transpose_attributes> {
+struct transpose : rule_base<transpose, transpose_attributes> {
   static constexpr std::string_view name = "transpose";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = make_notation(x.ndim(), attrs.perm);
     if (!n) return n.error();
-    const auto map = try_sharding_merge_for_tensors({{n->input, x.dims_mapping()}}, /*merge_conflicts=*/true);
-    if (!map) return map.error();
-
-    info.inputs.push_back(detail::mapped(x.dist_attr(), n->input, *map));
-    info.outputs.push_back(detail::mapped(x.dist_attr(), n->output, *map));
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, n->input, x, s));
+    push(info.inputs, x.dist_attr(), n->input, map);
+    push(info.outputs, x.dist_attr(), n->output, map);
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs) {
-    CTSPMD_TRY(detail::check_count(in, 1));
-    CTSPMD_TRY(detail::check_count(out, 1, /*outputs=*/true));
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& o = out[0];
     const auto n = make_notation(x.ndim(), attrs.perm);
@@ -68,11 +67,10 @@ struct transpose : detail::rule_base<transpose, transpose_attributes> {
                           "output dim {} has size {}, but x dim {} (perm) has size {}", i, got, n->perm[i], want);
     }
     // Only the output's mapping is merged: x's own mapping does not count backward.
-    const auto map = try_sharding_merge_for_tensors({{n->output, o.dims_mapping()}}, /*merge_conflicts=*/true);
-    if (!map) return map.error();
-
-    info.inputs.push_back(detail::mapped(x.dist_attr(), n->input, *map));
-    info.outputs.push_back(detail::mapped(o.dist_attr(), n->output, *map));
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, n->output, o, s));
+    push(info.inputs, x.dist_attr(), n->input, map);
+    push(info.outputs, o.dist_attr(), n->output, map);
     return {};
   }
 
@@ -88,7 +86,7 @@ struct transpose : detail::rule_base<transpose, transpose_attributes> {
                                                   const static_vector<std::int64_t, max_rank>& perm) {
     if (static_cast<std::int64_t>(perm.size()) != rank)
       return make_error(error_kind::invalid_argument, "", "perm has {} entries, but x has rank {}", perm.size(), rank);
-    const auto letters = try_get_broadcast_axes(rank, rank, alphabets::full);
+    const auto letters = first_letters(rank);
     if (!letters) return letters.error();
     notation n;
     n.input = *letters;

@@ -1,0 +1,151 @@
+#ifndef CTSPMD_RULES_KIT_HPP
+#define CTSPMD_RULES_KIT_HPP
+/// \file The rule kit: the pieces every rule is written with.
+///
+/// A rule labels its operands (one axis letter per dim, the same letter for the same logical
+/// axis, `'1'` for a dim that must not be sharded), merges the operands' shardings per label
+/// with a named merge policy, and writes each inferred attr as the merged sharding of its
+/// labels. Small steps around that: relabel a dim `'1'` to replicate it, carry partial status
+/// from an input, make an output partial on the mesh dims of its contracted labels. A new rule
+/// copies a sibling: labels, a policy, the steps.
+///
+/// Merge policies (one function each; a rule names the one it uses):
+/// - `merge_first_wins` (fluid): an axis takes the first non-empty proposal; a different one
+///   is an error; a mesh dim claimed by two axes stays with the first (merge/sharding_merge.hpp).
+/// - `merge_co_shard` (phi's vector ShardingMergeForTensors): proposals for an axis are unioned
+///   into a co-shard, mesh dims that do not divide the axis are dropped, and a mesh dim claimed
+///   by two axes stays with the larger axis (merge/policies.hpp).
+/// - `align_least_cost` (phi's AlignDimsSharding) and `agree_or_drop` (phi's optimizer rules), in
+///   merge/policies.hpp.
+/// `merge_operands` picks first-wins under `fluid` and the co-shard union under `phi`, which is
+/// what most rules do.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/dist/dist_tensor_spec.hpp>
+#include <ctspmd/dist/mesh_dim_list.hpp>
+#include <ctspmd/dist/spmd_info.hpp>
+#include <ctspmd/merge/axis_to_dim_map.hpp>
+#include <ctspmd/merge/partial.hpp>
+#include <ctspmd/merge/policies.hpp>
+#include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/notation/axes.hpp>
+#include <ctspmd/rules/rule_base.hpp>
+
+namespace ctspmd::rules {
+
+/// The first `n` letters of `alphabet`, as a view of it (the labels of a rank-n tensor), or
+/// `get_broadcast_axes`'s error when the alphabet is too short.
+constexpr result<std::string_view> first_letters(std::int64_t n, std::string_view alphabet = alphabets::full) {
+  if (n < 0 || static_cast<std::size_t>(n) > alphabet.size() || n > static_cast<std::int64_t>(max_rank))
+    return try_get_broadcast_axes(n, n, alphabet).error();
+  return alphabet.substr(0, static_cast<std::size_t>(n));
+}
+
+/// `axis` (negative: counted from the end) as a dim of a rank-`rank` tensor, or an
+/// `invalid_argument` with `format`, whose values are the axis and the rank.
+constexpr result<std::size_t> normalize_axis(std::int64_t axis, std::int64_t rank, const char* format) {
+  if (axis < -rank || axis >= rank) return make_error(error_kind::invalid_argument, "", format, axis, rank);
+  return static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+}
+
+/// An operand's labels as a merge reads them: `'1'` at each dim of size 1 (a view of the labels
+/// and the operand's shape, so nothing is copied). For rules where a size-1 dim is a broadcast
+/// dim that must not be sharded.
+struct size_one_unsharded {
+  std::string_view axes;
+  const tensor_shape& shape;
+  constexpr std::size_t size() const noexcept { return axes.size(); }
+  // i < size(), as every reader loops; the ranks match (check_ranks).
+  constexpr char operator[](std::size_t i) const { return shape.data()[i] == 1 ? broadcast_label : axes.begin()[i]; }
+};
+
+/// Checks that `specs` have the ranks of `labels` (as many specs as labels).
+template <std::size_t N>
+constexpr status check_ranks(std::span<const std::string_view, N> labels, spec_span specs, bool outputs = false) {
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (specs[i].ndim() != static_cast<std::int64_t>(labels[i].size()))
+      return make_error(error_kind::invalid_argument, "",
+                        outputs ? "output {} has rank {} but the notation gives it {} labels"
+                                : "input {} has rank {} but the notation gives it {} labels",
+                        i, specs[i].ndim(), labels[i].size());
+  return {};
+}
+
+/// How `merge_operands` reads and merges.
+struct merge_options {
+  bool merge_conflicts = true;      ///< resolve a mesh dim claimed by two axes (else an error)
+  bool size_one_unsharded = false;  ///< read a size-1 dim as `'1'`
+};
+
+/// Merges into `map` the shardings of `specs` labelled `labels` (one label string per spec, of
+/// its rank, e.g. checked by `check_ranks`): `merge_first_wins` under `fluid`, `merge_co_shard`
+/// under `phi`. Only sharded dims are proposed, so a label absent from the map is replicated.
+template <std::size_t N>
+constexpr status merge_operands(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
+                                semantics s, merge_options o = {}) {
+  const auto list = [&](std::size_t t, std::size_t i) { return ctspmd::detail::dim_list(specs[t].dist_attr(), i); };
+  if (s == semantics::phi)
+    return merge_co_shard(
+        map, labels.size(), [&](std::size_t t) { return labels[t]; }, list,
+        [&](std::size_t t, std::size_t i) { return specs[t].shape()[i]; }, specs.empty() ? process_mesh() : specs[0].process_mesh(),
+        {o.merge_conflicts, o.size_one_unsharded});
+  if (o.size_one_unsharded)
+    return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(
+        map, labels.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; }, list,
+        o.merge_conflicts);
+  return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(
+      map, labels.size(), [&](std::size_t t) { return labels[t]; }, list, o.merge_conflicts);
+}
+/// `merge_operands` for one operand.
+constexpr status merge_operand(axis_to_dim_map& map, std::string_view labels, const dist_tensor_spec& spec,
+                               semantics s, merge_options o = {}) {
+  return merge_operands(map, std::span<const std::string_view, 1>(&labels, 1), spec_span(&spec, 1), s, o);
+}
+
+/// Appends to `out` an attr on `src`'s mesh (with its batch dim, no partial status) whose
+/// mapping is the merged sharding of `labels` under `map`; a label missing from the map is
+/// replicated. The attr is checked against the mesh unless `Check` is false (see `push_mapped`).
+template <bool Check = true, class Labels>
+constexpr tensor_dist_attr& push(dist_attrs& out, const tensor_dist_attr& src, const Labels& labels,
+                                 const axis_to_dim_map& map) {
+  return push_mapped<Check>(out, src, labels, map, /*unsharded_miss_axis=*/true);
+}
+
+/// `a` with the partial status (mesh dims and reduce types) of `src` added.
+constexpr tensor_dist_attr& add_partial_of(tensor_dist_attr& a, const tensor_dist_attr& src) {
+  for (auto m : src.partial_dims()) a.set_partial_status({m}, src.partial_reduce_type(m));
+  return a;
+}
+
+/// The partial status on which every spec of `specs` is partial with the same reduce type, as
+/// an attr (on the first spec's mesh) holding only that.
+constexpr tensor_dist_attr common_partial(spec_span specs) {
+  tensor_dist_attr common(specs.empty() ? process_mesh() : specs[0].process_mesh());
+  if (specs.empty()) return common;
+  for (auto m : specs[0].dist_attr().partial_dims()) {
+    const reduce_type r = specs[0].dist_attr().partial_reduce_type(m);
+    bool shared = true;
+    for (const auto& x : specs) shared = shared && x.dist_attr().is_partial(m) && x.dist_attr().partial_reduce_type(m) == r;
+    if (shared) common.set_partial_status({m}, r);
+  }
+  return common;
+}
+
+/// Checks that `got` has the known sizes of `want` (-1 on either side matches anything), or an
+/// `invalid_argument` naming dim, `what` and the sizes.
+constexpr status check_same_sizes(const tensor_shape& got, const tensor_shape& want, const char* format) {
+  for (std::size_t d = 0; d < got.size() && d < want.size(); ++d)
+    if (got[d] != -1 && want[d] != -1 && got[d] != want[d])
+      return make_error(error_kind::invalid_argument, "", format, d, got[d], want[d]);
+  return {};
+}
+
+}  // namespace ctspmd::rules
+
+#endif
