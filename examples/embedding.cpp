@@ -1,6 +1,7 @@
 // Infers an embedding's sharding twice: once during compilation (checked by static_assert),
 // once at run time, and prints what the rule decided.
 #include <ctspmd/ctspmd.hpp>
+#include <ctspmd/dist/format.hpp>
 
 #include <cstdio>
 

@@ -1,5 +1,6 @@
 // The README's two tutorials, compiled and run as part of the examples (keep them in sync).
 #include <ctspmd/ctspmd.hpp>
+#include <ctspmd/dist/format.hpp>
 #include <ctspmd/model/propagate.hpp>
 
 #include <cstdio>

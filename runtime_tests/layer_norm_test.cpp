@@ -1,6 +1,7 @@
 // The layer_norm rule at run time: the static cases again, every error as a thrown spmd_error,
 // and the forward -> backward round trip.
 #include <ctspmd/ctspmd.hpp>
+#include <ctspmd/dist/format.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 
 #include <doctest/doctest.h>

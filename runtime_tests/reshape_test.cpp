@@ -1,6 +1,7 @@
 // The reshape rule at run time: the static cases again, every error as a thrown spmd_error, and the
 // forward -> backward round trip over generated reshapes.
 #include <ctspmd/ctspmd.hpp>
+#include <ctspmd/dist/format.hpp>
 #include <ctspmd/rules/dim_trans.hpp>
 #include <ctspmd/rules/reshape.hpp>
 
@@ -295,7 +296,7 @@ TEST_CASE("reshape forward -> backward round trip") {
     const rules::reshape_attributes attrs{g.attr};
     const auto target = reshape::try_infer_target_shape(g.source, g.attr);
     const auto fwd = reshape::try_infer_forward({x}, attrs);
-    REQUIRE_MESSAGE(fwd.ok(), fwd.error().message());  // every generated reshape is valid
+    REQUIRE_MESSAGE(fwd.ok(), ctspmd::to_string(fwd.error()));  // every generated reshape is valid
     REQUIRE(target.ok());
     REQUIRE(fwd->outputs[0].dims_mapping().size() == target->size());
     if (std::find(g.source.begin(), g.source.end(), -1) != g.source.end()) ++dynamic;

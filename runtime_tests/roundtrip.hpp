@@ -10,6 +10,7 @@
 //   (2) running forward from B's inputs gives outputs with F's outputs' dims mappings.
 // A rule that cannot promise this documents why in its header and in its test.
 #include <ctspmd/ctspmd.hpp>
+#include <ctspmd/dist/format.hpp>
 
 #include <doctest/doctest.h>
 
@@ -85,7 +86,7 @@ bool check_roundtrip(std::span<const ctspmd::dist_tensor_spec> inputs,
   for (const auto& s : inputs) input_shapes.push_back(s.shape());
   const auto outputs = with_attrs(output_shapes, fwd->outputs);
   const auto bwd = Rule::try_infer_backward(inputs, outputs, attrs);
-  REQUIRE_MESSAGE(bwd.ok(), bwd.error().message());
+  REQUIRE_MESSAGE(bwd.ok(), ctspmd::to_string(bwd.error()));
   REQUIRE(bwd->inputs.size() == inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& b = bwd->inputs[i].dims_mapping();
@@ -95,7 +96,7 @@ bool check_roundtrip(std::span<const ctspmd::dist_tensor_spec> inputs,
       CHECK_MESSAGE((b[d] == f[d] || b[d] == -1), "input ", i, " dim ", d, ": backward ", b[d], ", forward ", f[d]);
   }
   const auto again = Rule::try_infer_forward(with_attrs(input_shapes, bwd->inputs), attrs);
-  REQUIRE_MESSAGE(again.ok(), again.error().message());
+  REQUIRE_MESSAGE(again.ok(), ctspmd::to_string(again.error()));
   REQUIRE(again->outputs.size() == fwd->outputs.size());
   for (std::size_t o = 0; o < fwd->outputs.size(); ++o)
     CHECK_MESSAGE(again->outputs[o].dims_mapping() == fwd->outputs[o].dims_mapping(), "output ", o);

@@ -1,13 +1,13 @@
 #ifndef CTSPMD_CTSPMD_HPP
 #define CTSPMD_CTSPMD_HPP
-/// \file The whole compile-time library.
+/// \file The whole compile-time library. (The run-time text forms are in
+/// <ctspmd/dist/format.hpp>, the by-name layer in <ctspmd/runtime.hpp>.)
 
 #include <ctspmd/core/config.hpp>
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/fixed_string.hpp>
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/dist_tensor_spec.hpp>
-#include <ctspmd/dist/format.hpp>
 #include <ctspmd/dist/mesh_dim_list.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
 #include <ctspmd/dist/spmd_info.hpp>
@@ -20,6 +20,7 @@
 #include <ctspmd/model/propagate.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
+#include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/dim_trans.hpp>

@@ -21,6 +21,7 @@
 #include <boost/hana/unpack.hpp>
 
 #include <ctspmd/ctspmd.hpp>
+#include <ctspmd/dist/format.hpp>
 #include <ctspmd/runtime/attributes.hpp>
 
 namespace ctspmd::runtime {

@@ -317,7 +317,7 @@ void check_backward(rule_stats& st, const specs& in, const specs& out, const typ
     specs again;
     for (std::size_t i = 0; i < in.size(); ++i) again.emplace_back(in[i].shape(), b->inputs[i]);
     const auto f = Rule::try_infer_forward(std::span<const dist_tensor_spec>(again), attrs);
-    if (!f) return st.fail(where + "\n  forward from the inferred inputs is rejected: " + f.error().message());
+    if (!f) return st.fail(where + "\n  forward from the inferred inputs is rejected: " + ctspmd::to_string(f.error()));
     if (!(f->inputs == b->inputs))
       return st.fail(where + "\n  forward from the inferred inputs reshards them: " + describe(*f));
     for (std::size_t o = 0; o < out.size(); ++o)

@@ -11,8 +11,8 @@
 #include <array>
 #include <cstdint>
 #include <exception>
+#include <cstddef>
 #include <initializer_list>
-#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -37,60 +37,85 @@ constexpr std::string_view to_string(error_kind k) noexcept {
 /// A recorded failure: what went wrong, in which operator, with which values.
 /// `format` is a string literal; `{}` stands for the next value as an integer, `{c}` for the
 /// next value as a character (an axis label), and `{0}` ... `{3}` for that value as an integer.
+/// `to_string(const error_info&)` (dist/format.hpp) gives the message as a `std::string`.
 struct error_info {
   error_kind kind = error_kind::invalid_argument;
   std::string_view op{};          ///< operator or function that failed ("" for none)
-  const char* format = "";        ///< message with `{}` / `{c}` placeholders
+  const char* format = "";        ///< message with `{}` / `{c}` / `{0}`... placeholders
   std::array<std::int64_t, 4> values{};
 
-  /// The message with its values substituted, prefixed by the operator name.
-  std::string message() const {
-    std::string out;
-    if (!op.empty()) {
-      out.append(op);
-      out.append(": ");
-    }
+  /// Writes the message, prefixed by the operator name, with its values substituted, to `out`
+  /// (at most `capacity - 1` characters, then a NUL; `capacity` > 0). Returns the message's full
+  /// length, which may exceed what was written.
+  std::size_t format_to(char* out, std::size_t capacity) const noexcept {
+    std::size_t n = 0;
+    const auto put = [&](char c) {
+      if (n + 1 < capacity) out[n] = c;
+      ++n;
+    };
+    const auto put_int = [&](std::int64_t v) {
+      char digits[20];
+      std::size_t k = 0;
+      std::uint64_t u = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+      do digits[k++] = static_cast<char>('0' + u % 10); while ((u /= 10) != 0);
+      if (v < 0) put('-');
+      while (k > 0) put(digits[--k]);
+    };
+    for (const char c : op) put(c);
+    if (!op.empty()) put(':'), put(' ');
     std::size_t next = 0;
     for (const char* p = format; *p != '\0'; ++p) {
       const bool int_slot = p[0] == '{' && p[1] == '}';
       const bool char_slot = p[0] == '{' && p[1] == 'c' && p[2] == '}';
       const bool indexed_slot = p[0] == '{' && p[1] >= '0' && p[1] <= '3' && p[2] == '}';
       if (indexed_slot) {
-        out.append(std::to_string(values[static_cast<std::size_t>(p[1] - '0')]));
+        put_int(values[static_cast<std::size_t>(p[1] - '0')]);
         p += 2;
       } else if ((int_slot || char_slot) && next < values.size()) {
         const std::int64_t v = values[next++];
         if (char_slot && v >= 0x20 && v < 0x7f) {
-          out.push_back(static_cast<char>(v));
+          put(static_cast<char>(v));
         } else if (char_slot) {  // not printable ASCII (a NUL would cut what()): as \xNN
           constexpr char hex[] = "0123456789abcdef";
           const auto byte = static_cast<unsigned char>(v);
-          out.append("\\x");
-          out.push_back(hex[byte >> 4]);
-          out.push_back(hex[byte & 0xf]);
+          put('\\'), put('x'), put(hex[byte >> 4]), put(hex[byte & 0xf]);
         } else {
-          out.append(std::to_string(v));
+          put_int(v);
         }
         p += char_slot ? 2 : 1;
       } else {
-        out.push_back(*p);
+        put(*p);
       }
     }
-    return out;
+    out[n < capacity ? n : capacity - 1] = '\0';
+    return n;
   }
 };
 
-/// Thrown at run time for every violated precondition.
+/// Thrown at run time for every violated precondition. The message is kept in the exception
+/// (up to `max_message` characters; a longer one ends with "..."), so that copying it never
+/// allocates or throws.
 class spmd_error : public std::exception {
  public:
-  spmd_error(error_kind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
-  explicit spmd_error(const error_info& e) : spmd_error(e.kind, e.message()) {}
+  static constexpr std::size_t max_message = 1023;
+  spmd_error(error_kind kind, std::string_view message) noexcept : kind_(kind) {
+    std::size_t n = 0;
+    for (; n < message.size() && n < max_message; ++n) message_[n] = message[n];
+    message_[n] = '\0';
+    if (message.size() > max_message) mark_truncated();
+  }
+  explicit spmd_error(const error_info& e) noexcept : kind_(e.kind) {
+    if (e.format_to(message_, sizeof message_) > max_message) mark_truncated();
+  }
   error_kind kind() const noexcept { return kind_; }
-  const char* what() const noexcept override { return message_.c_str(); }
+  const char* what() const noexcept override { return message_; }
 
  private:
+  void mark_truncated() noexcept {
+    for (std::size_t i = max_message - 3; i < max_message; ++i) message_[i] = '.';
+  }
   error_kind kind_;
-  std::string message_;
+  char message_[max_message + 1] = {};
 };
 
 /// Builds an `error_info`; values may be integers or characters.

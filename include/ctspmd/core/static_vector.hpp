@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <memory>
+#include <new>
 #include <type_traits>
 
 #include <ctspmd/core/error.hpp>
@@ -23,6 +23,16 @@ union inline_array {
   constexpr explicit inline_array(value_init) : values{} {}
   T values[N];
 };
+
+/// Puts T(args...) in slot i of `a`, and returns it. A value-initialised array (always so in
+/// constant evaluation) holds live elements: the slot is assigned. Otherwise the slot is raw
+/// storage and the element is constructed there. (std::construct_at would serve both, but its
+/// header, <memory>, costs more to parse than the rest of this library's core.)
+template <bool Initialised, class T, std::size_t N, class... Args>
+constexpr T& put(inline_array<T, N>& a, std::size_t i, Args&&... args) {
+  if (Initialised || std::is_constant_evaluated()) return a.values[i] = T(static_cast<Args&&>(args)...);
+  return *::new (static_cast<void*>(a.values + i)) T(static_cast<Args&&>(args)...);
+}
 
 /// The storage of a small vector of trivially copyable elements (a dims mapping, a mesh
 /// shape): zeroed on construction (a few stores), so that the defaulted copy, which is
@@ -55,7 +65,7 @@ struct sparse_storage {
 
  private:
   constexpr void assign(const sparse_storage& other) {
-    for (std::size_t i = 0; i < other.size; ++i) std::construct_at(array.values + i, other.array.values[i]);
+    for (std::size_t i = 0; i < other.size; ++i) put<false>(array, i, other.array.values[i]);
     size = other.size;
   }
 };
@@ -72,7 +82,7 @@ struct sparse_storage {
 /// the capacity is an `invalid_argument` error (a compile error in constant evaluation).
 template <class T, std::size_t N, class Tag = void>
 class static_vector {
-  static_assert(std::is_copy_constructible_v<T> && std::is_trivially_destructible_v<T>,
+  static_assert(std::is_copy_constructible_v<T> && std::is_copy_assignable_v<T> && std::is_trivially_destructible_v<T>,
                 "static_vector holds copyable, trivially destructible elements");
   static_assert(N <= 255, "static_vector keeps its size in one byte");
 
@@ -92,7 +102,7 @@ class static_vector {
   constexpr static_vector() noexcept {}
   constexpr static_vector(std::initializer_list<T> values) {
     if (values.size() > N) raise(capacity_error(values.size()));
-    for (const T& v : values) std::construct_at(data() + s_.size++, v);
+    for (const T& v : values) detail::put<small>(s_.array, s_.size++, v);
   }
   /// The storage's copy: one block for a small vector, the used elements of a large one.
   constexpr static_vector(const static_vector&) = default;
@@ -100,7 +110,7 @@ class static_vector {
   /// `n` copies of `value`.
   constexpr static_vector(size_type n, const T& value) {
     if (n > N) raise(capacity_error(n));
-    for (size_type i = 0; i < n; ++i) std::construct_at(data() + s_.size++, value);
+    for (size_type i = 0; i < n; ++i) detail::put<small>(s_.array, s_.size++, value);
   }
   /// From any range of values convertible to T (another static_vector, a string_view, ...).
   /// An integer that T cannot represent (a mesh dim of 300 into an 8-bit entry) is an
@@ -146,7 +156,7 @@ class static_vector {
   template <class... Args>
   constexpr T& emplace_back(Args&&... args) {
     if (s_.size == N) raise(capacity_error(s_.size + 1u));
-    return *std::construct_at(data() + s_.size++, static_cast<Args&&>(args)...);
+    return detail::put<small>(s_.array, s_.size++, static_cast<Args&&>(args)...);
   }
   constexpr void pop_back() {
     if (s_.size == 0) raise(make_error(error_kind::invalid_argument, "static_vector", "pop_back on an empty vector"));
@@ -156,7 +166,7 @@ class static_vector {
   /// Shrinks to `n` elements, or grows with copies of `value`.
   constexpr void resize(size_type n, const T& value = T{}) {
     if (n > N) raise(capacity_error(n));
-    while (s_.size < n) std::construct_at(data() + s_.size++, value);
+    while (s_.size < n) detail::put<small>(s_.array, s_.size++, value);
     s_.size = static_cast<std::uint8_t>(n);
   }
 

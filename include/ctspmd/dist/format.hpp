@@ -4,10 +4,23 @@
 
 #include <string>
 
+#include <ctspmd/core/error.hpp>
+
 #include <ctspmd/dist/spmd_info.hpp>
 #include <ctspmd/dist/tensor_dist_attr.hpp>
 
 namespace ctspmd {
+
+/// The message of `e`: prefixed by its operator name, its values substituted.
+inline std::string to_string(const error_info& e) {
+  char buffer[256];
+  const std::size_t n = e.format_to(buffer, sizeof buffer);
+  if (n < sizeof buffer) return std::string(buffer, n);
+  std::string long_message(n + 1, '\0');
+  e.format_to(long_message.data(), long_message.size());
+  long_message.pop_back();
+  return long_message;
+}
 
 /// "[0, -1, 1]"
 template <class T, std::size_t N, class Tag>

@@ -85,11 +85,19 @@ class process_mesh {
     return n;
   }
 
+  /// A mesh with no dims (what default dist attrs live on), to refer to.
+  static constexpr const process_mesh& empty() noexcept;
+
   friend constexpr bool operator==(const process_mesh&, const process_mesh&) = default;
 
  private:
   shape_type shape_{};
 };
+
+namespace detail {
+inline constexpr process_mesh no_mesh{};
+}  // namespace detail
+constexpr const process_mesh& process_mesh::empty() noexcept { return detail::no_mesh; }
 
 }  // namespace ctspmd
 

@@ -48,7 +48,7 @@ namespace detail {
 struct tensor_dist_attr_access {
   /// The mesh dims of tensor dim `d` (< rank) of `a`.
   static constexpr mesh_dim_list list(const tensor_dist_attr& a, std::size_t d) noexcept {
-    std::int64_t m = a.mapping_.data()[d];
+    std::int64_t m = a.mapping_[d];
     if (m == -1) return {};
     const auto next = a.next_[static_cast<std::size_t>(m)];
     if (next == -1) return mesh_dim_list::single(m);  // the common case: one mesh dim

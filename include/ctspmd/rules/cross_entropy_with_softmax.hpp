@@ -34,6 +34,10 @@
 /// returned with the merged dims mappings and no partial status. No partial status is
 /// inferred for the inputs.
 ///
+/// Under `phi`: the merges are co-shard unions, and backward replicates a sharded class axis
+/// that does not have the c_softmax layout (phi's reverse rule) instead of failing; forward
+/// still fails, as phi's does.
+///
 /// Forward then backward gives back forward's inputs (the round-trip property holds).
 
 #include <array>
@@ -101,7 +105,10 @@ struct cross_entropy_with_softmax : rule_base<cross_entropy_with_softmax, cross_
     const std::array<std::string_view, 2> labels{n->softmax_out.view(), n->loss.view()};
     axis_to_dim_map map;
     CTSPMD_TRY(merge_operands(map, std::span<const std::string_view, 2>(labels), out, s));
-    CTSPMD_TRY(check_class_axis(map, *n, attrs));
+    if (s == semantics::phi && !check_class_axis(map, *n, attrs))
+      map.set('k', mesh_dim_list{});  // phi replicates a class axis it cannot keep sharded
+    else
+      CTSPMD_TRY(check_class_axis(map, *n, attrs));
 
     push(info.inputs, x.dist_attr(), n->x, map);
     push(info.inputs, label.dist_attr(), n->label, map);

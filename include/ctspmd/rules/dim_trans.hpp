@@ -216,6 +216,50 @@ constexpr void infer_from_dim_trans(const dim_lists& input, const dim_trans_list
   }
 }
 
+/// The co-shard form of `infer_from_dim_trans` (phi): the first input dim of each group carries
+/// the group's sharding, and the mesh dims of the group's later dims move onto it, in order,
+/// while the size it carries stays divisible by their shard count: for a flatten that size is
+/// the first dim's own, for a split that of output 0 (whose first dim's list must itself
+/// divide it, or nothing is carried). The first later dim that is replicated, or whose mesh dims
+/// would break divisibility, stops the move; the dims not moved become replicated. An input dim
+/// keeps its whole list. So `[4, 6, 8]` split `[[0], [1], []]` on a `[2, 2]` mesh flattened to
+/// `[192]` requires `[[0, 1], [], []]` and gives `[[0, 1]]` (fluid gives `[[0]]` and drops mesh
+/// dim 1). `input_shape` is the input's shape (-1: unknown, divisible by anything).
+constexpr void infer_from_dim_trans_co_shard(const dim_lists& input, const tensor_shape& input_shape,
+                                             const dim_trans_list& trans, const process_mesh& mesh,
+                                             dim_lists& required, dim_lists& output) {
+  required = dim_lists(input.size(), mesh_dim_list{});
+  output.clear();
+  for (const auto& t : trans) {
+    if (t.kind == dim_trans_kind::singleton || t.inputs.empty() || (t.kind == dim_trans_kind::split && t.split_id != 0)) {
+      output.push_back({});
+      continue;
+    }
+    const auto d0 = static_cast<std::size_t>(t.inputs[0]);
+    if (t.kind == dim_trans_kind::input_dim) {
+      required[d0] = input[d0];
+      output.push_back(input[d0]);
+      continue;
+    }
+    const std::int64_t size = t.kind == dim_trans_kind::flatten ? input_shape[d0] : t.split_shape[0];
+    mesh_dim_list carried;
+    for (std::size_t k = 0; k < t.inputs.size(); ++k) {
+      const mesh_dim_list l = input[static_cast<std::size_t>(t.inputs[k])];
+      if (l.empty()) break;
+      mesh_dim_list candidate = carried;
+      for (std::size_t j = 0; j < l.size(); ++j) candidate.push_back(l[j]);
+      if (k == 0 && t.kind == dim_trans_kind::flatten) {  // a flatten's first dim keeps its own list
+        carried = candidate;
+        continue;
+      }
+      if (!detail::divisible(size, candidate.shards(mesh))) break;
+      carried = candidate;
+    }
+    required[d0] = carried;
+    output.push_back(carried);
+  }
+}
+
 /// `infer_from_dim_trans` for a flat dims mapping.
 constexpr dim_trans_sharding infer_from_dim_trans(const dims_mapping& input, const dim_trans_list& trans,
                                                   const process_mesh& mesh) {

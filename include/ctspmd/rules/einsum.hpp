@@ -100,7 +100,7 @@ constexpr status einsum_forward(spmd_info& info, std::span<const std::string_vie
                                 std::string_view contracted, spec_span in, bool merge_conflicts, semantics s) {
   CTSPMD_TRY(check_operands(inputs, in));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_operands(map, inputs, in, s, {merge_conflicts, /*size_one_unsharded=*/true}));
+  CTSPMD_TRY(merge_operands(map, inputs, in, s, {merge_conflicts, /*size_one_unsharded=*/true, /*check_sizes=*/true}));
   push_inputs(info, inputs, in, map);
   // Labels the merge dropped from every input (size 1 everywhere) give -1. No mesh dim
   // shards two labels after the merge, so the contracted labels' mesh dims are the partial ones.

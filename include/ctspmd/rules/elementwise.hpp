@@ -26,6 +26,23 @@
 /// labels (broadcast dims -1). Every letter of an input is in the output, so nothing is
 /// missing. The output comes back as the inferred inputs produce it: its broadcast dims
 /// replicated, not partial (forward of the inferred inputs gives exactly this output).
+///
+/// Under `phi`: one input is merged with the co-shard union (`merge_co_shard`: a co-shard list
+/// whose shard count does not divide its dim loses its last mesh dims); several inputs with
+/// phi's element-wise merge (`merge_elementwise`): the merge follows the input with the most
+/// co-sharded dims, then the most shards, then the highest rank, and the others only add mesh
+/// dims nobody uses yet (so `[[0], [1]]` and `[[0, 1], []]` give `[[0, 1], []]`, the co-sharded
+/// input's layout). phi chooses that input with an OR of the three tests rather than in order,
+/// and pads a lower-rank followed input wrongly; we compare in order and right-align by
+/// broadcasting. The backward direction merges the output with the co-shard union. Partial
+/// status is dropped as under `fluid`.
+///
+/// `cast` (attribute `dtype`) is elementwise with phi's partial handling in both semantics: a
+/// partial x stays partial (cast commutes with the reduction up to rounding, as phi assumes) and
+/// the output is partial alike; backward carries the output's partial status to x, so that
+/// forward from backward's x gives the output back. `full_like` (attributes `value`, `dtype`)
+/// reads only x's shape: x is required as it is (no merge, partial kept) and the output takes
+/// x's mapping without partial status; backward gives x the output's mapping.
 
 #include <array>
 #include <cstddef>
@@ -54,7 +71,8 @@ struct elementwise : rule_base<elementwise, elementwise_attributes> {
     if (!n) return n.error();
     axis_to_dim_map map;
     const auto views = n->view_list();
-    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view>(views.data(), views.size()), in, s));
+    const merge_policy policy = s == semantics::phi && in.size() > 1 ? merge_policy::elementwise : default_policy(s);
+    CTSPMD_TRY(merge_specs(map, std::span<const std::string_view>(views.data(), views.size()), in, policy));
     for (std::size_t i = 0; i < in.size(); ++i) push(info.inputs, in[i].dist_attr(), n->inputs[i], map);
     push(info.outputs, in[0].dist_attr(), n->output, map);
     return {};
@@ -137,10 +155,66 @@ struct elementwise : rule_base<elementwise, elementwise_attributes> {
   }
 };
 
+/// Attributes of `cast`: the target type (no effect on sharding).
+struct cast_attributes {
+  std::string_view dtype{};
+};
+
+/// The cast rule: elementwise, with the input's partial status kept (see the file comment).
+struct cast : rule_base<cast, cast_attributes> {
+  static constexpr std::string_view name = "cast";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
+    CTSPMD_TRY(elementwise::forward(info, in, {}, s));
+    add_partial_of(info.inputs[0], in[0].dist_attr());
+    add_partial_of(info.outputs[0], in[0].dist_attr());
+    return {};
+  }
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&, semantics s) {
+    CTSPMD_TRY(elementwise::backward(info, in, out, {}, s));
+    add_partial_of(info.inputs[0], out[0].dist_attr());
+    add_partial_of(info.outputs[0], out[0].dist_attr());
+    return {};
+  }
+};
+
+/// Attributes of `full_like`: the fill value and type (no effect on sharding).
+struct full_like_attributes {
+  double value = 0.0;
+  std::string_view dtype{};
+};
+
+/// The full_like rule: out has x's shape and layout, not its values (see the file comment).
+struct full_like : rule_base<full_like, full_like_attributes> {
+  static constexpr std::string_view name = "full_like";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
+    info.inputs.push_back(in[0].dist_attr());
+    info.outputs.emplace_back(in[0].dist_attr()).clean_partial_status();
+    return {};
+  }
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&, semantics) {
+    if (out[0].ndim() != in[0].ndim())
+      return make_error(error_kind::invalid_argument, "", "the output has rank {}, but x has rank {}", out[0].ndim(),
+                        in[0].ndim());
+    tensor_dist_attr& x = info.inputs.emplace_back(out[0].dist_attr());
+    x.clean_partial_status();
+    x.set_batch_dim(in[0].dist_attr().batch_dim());
+    info.outputs.emplace_back(out[0].dist_attr()).clean_partial_status();
+    return {};
+  }
+};
+
 }  // namespace ctspmd::rules
 
 #include <boost/hana/adapt_struct.hpp>
 
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::elementwise_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::cast_attributes, dtype);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::full_like_attributes, value, dtype);
 
 #endif

@@ -77,30 +77,52 @@ constexpr status check_ranks(std::span<const std::string_view, N> labels, spec_s
   return {};
 }
 
-/// How `merge_operands` reads and merges.
+/// The merge policies a rule can name (see the file comment).
+enum class merge_policy : std::uint8_t {
+  first_wins,   ///< fluid: `detail::merge_first_wins`
+  co_shard,     ///< phi: `merge_co_shard`
+  elementwise,  ///< phi: `merge_elementwise`
+};
+/// What most rules use: first-wins under `fluid`, the co-shard union under `phi`.
+constexpr merge_policy default_policy(semantics s) noexcept {
+  return s == semantics::phi ? merge_policy::co_shard : merge_policy::first_wins;
+}
+
+/// How `merge_specs` reads and merges.
 struct merge_options {
   bool merge_conflicts = true;      ///< resolve a mesh dim claimed by two axes (else an error)
   bool size_one_unsharded = false;  ///< read a size-1 dim as `'1'`
+  bool check_sizes = false;         ///< (phi policies) sizes of one axis must broadcast
 };
 
 /// Merges into `map` the shardings of `specs` labelled `labels` (one label string per spec, of
-/// its rank, e.g. checked by `check_ranks`): `merge_first_wins` under `fluid`, `merge_co_shard`
-/// under `phi`. Only sharded dims are proposed, so a label absent from the map is replicated.
+/// its rank, e.g. checked by `check_ranks`) with `policy`. Only sharded dims are proposed under
+/// first-wins, so a label absent from the map is replicated.
 template <std::size_t N>
-constexpr status merge_operands(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
-                                semantics s, merge_options o = {}) {
+constexpr status merge_specs(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
+                             merge_policy policy, merge_options o = {}) {
   const auto list = [&](std::size_t t, std::size_t i) { return ctspmd::detail::dim_list(specs[t].dist_attr(), i); };
-  if (s == semantics::phi)
-    return merge_co_shard(
-        map, labels.size(), [&](std::size_t t) { return labels[t]; }, list,
-        [&](std::size_t t, std::size_t i) { return specs[t].shape()[i]; }, specs.empty() ? process_mesh() : specs[0].process_mesh(),
-        {o.merge_conflicts, o.size_one_unsharded});
+  const auto label = [&](std::size_t t) { return labels[t]; };
+  const auto size = [&](std::size_t t, std::size_t i) { return specs[t].shape()[i]; };
+  const process_mesh& mesh = specs.empty() ? process_mesh::empty() : specs[0].process_mesh();
+  const co_shard_options co{o.merge_conflicts, o.size_one_unsharded, o.check_sizes};
+  switch (policy) {
+    case merge_policy::co_shard: return merge_co_shard(map, labels.size(), label, list, size, mesh, co);
+    case merge_policy::elementwise: return merge_elementwise(map, labels.size(), label, list, size, mesh, co);
+    case merge_policy::first_wins: break;
+  }
   if (o.size_one_unsharded)
     return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(
         map, labels.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; }, list,
         o.merge_conflicts);
-  return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(
-      map, labels.size(), [&](std::size_t t) { return labels[t]; }, list, o.merge_conflicts);
+  return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(map, labels.size(), label,
+                                                                                         list, o.merge_conflicts);
+}
+/// `merge_specs` with the semantics' default policy (`default_policy`).
+template <std::size_t N>
+constexpr status merge_operands(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
+                                semantics s, merge_options o = {}) {
+  return merge_specs(map, labels, specs, default_policy(s), o);
 }
 /// `merge_operands` for one operand.
 constexpr status merge_operand(axis_to_dim_map& map, std::string_view labels, const dist_tensor_spec& spec,

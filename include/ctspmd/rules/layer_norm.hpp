@@ -30,6 +30,13 @@
 /// and its normalised dims -1, mean and variance with the merged leading dims. layer_norm
 /// never produces a partial output, so no partial status is inferred or returned.
 ///
+/// Under `phi` the merges are co-shard unions, and the mesh dims that sharded the normalised
+/// dims are not dropped but move to x's first dim as a co-shard (appended, in dim order, while
+/// its size stays divisible; the others are dropped): `[[0], [1], [], []]` with begin_norm_axis
+/// 1 requires x as `[[0, 1], [], [], []]` (phi's end-to-end co-shard test), which keeps every
+/// device busy. Which leading dim receives them is our choice (phi's source for this case is
+/// not public): the first, the batch dim, as phi's reshape does for a flatten.
+///
 /// Round trip: forward then backward gives back forward's inputs, and forward from them gives
 /// the same outputs.
 
@@ -64,6 +71,7 @@ struct layer_norm : rule_base<layer_norm, layer_norm_attributes> {
     const auto& x = in[0];
     axis_to_dim_map map;
     CTSPMD_TRY(merge_operand(map, n->x, x, s));
+    if (s == semantics::phi) move_to_first_dim(map, x, n->lead.size());
 
     push(info.inputs, x.dist_attr(), n->x, map);  // the normalised dims replicated
     info.inputs.push_back(replicated_on_mesh(in[1].dist_attr()));
@@ -107,6 +115,21 @@ struct layer_norm : rule_base<layer_norm, layer_norm_attributes> {
     axes_string x;     // x's and out's labels: the leading dims' letters, then '1' (normalised dims)
     axes_string lead;  // the leading dims': mean's and variance's labels
   };
+
+  /// phi: the mesh dims that shard x's normalised dims (from `lead` on) join x's first dim, in
+  /// dim order, while its size stays divisible (the others are dropped).
+  static constexpr void move_to_first_dim(axis_to_dim_map& map, const dist_tensor_spec& x, std::size_t lead) {
+    const char first = alphabets::full[0];
+    for (std::size_t d = lead; d < static_cast<std::size_t>(x.ndim()); ++d) {
+      const mesh_dim_list l = ctspmd::detail::dim_list(x.dist_attr(), d);
+      for (std::size_t k = 0; k < l.size(); ++k) {
+        mesh_dim_list moved = map.list(first);
+        moved.push_back(l[k]);
+        const std::int64_t size = x.shape()[0];
+        if (size == -1 || size % moved.shards(x.process_mesh()) == 0) map.set(first, moved);
+      }
+    }
+  }
 
   /// Checks the inputs' ranks and begin_norm_axis, and labels the operands.
   static constexpr result<labels> notation(spec_span in, const attributes& attrs) {

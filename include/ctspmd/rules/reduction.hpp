@@ -43,6 +43,13 @@
 /// without that partial status, a reshard (an all-reduce) before the operator, and the output
 /// is not partial there.
 ///
+/// Under `phi`: the merges are co-shard unions (a co-sharded reduced axis makes the output
+/// partial on all its mesh dims), and a partial x is always required whole (phi's "partial
+/// stage I": x comes back without partial status, reduced before the operator), even where the
+/// reduction commutes with it. The reduce type is the operator's, as under `fluid` (phi's
+/// static registry makes every reduction's output partial sum, even for max: we do not copy
+/// that). phi spells the attribute `keepdim`; the runtime layer accepts both names.
+///
 /// Backward (from the output): the output's mapping alone is merged; x takes the output's
 /// shardings on the kept dims, and its reduced dims (absent from the output, or `'1'` there)
 /// are replicated. The output must have rank(x) minus the number of reduced dims, or rank(x)
@@ -146,7 +153,7 @@ struct reduction_with : rule_base<reduction_with<R>, basic_reduction_attributes<
     out.set_partial_status(resolute_output_partial_dimension(map, n->out), attrs.reduce);
     for (const std::int64_t p : x.dist_attr().partial_dims()) {
       const reduce_type part = x.dist_attr().partial_reduce_type(p);
-      if (detail::reduction_commutes(part, attrs.reduce))
+      if (s == semantics::fluid && detail::reduction_commutes(part, attrs.reduce))
         out.set_partial_status({p}, part);
       else
         info.inputs[0].clean_partial_dims({p});  // the parts must be combined before reducing
@@ -216,6 +223,35 @@ struct frobenius_norm : rule_base<frobenius_norm, reduction_attributes> {
   }
 };
 
+/// Attributes of `det`: none.
+struct det_attributes {};
+
+/// The det rule: the determinant of each matrix of x's last two dims (x of rank >= 2; the output
+/// has x's leading dims). A determinant needs its whole matrix and is no sum of parts, so it is
+/// `frobenius_norm` over the last two dims: those dims replicated, x not partial, the output
+/// never partial. (Paddle registers det with the elementwise rule, whose output keeps x's rank.)
+struct det : rule_base<det, det_attributes> {
+  static constexpr std::string_view name = "det";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
+    CTSPMD_TRY(check(in[0]));
+    return frobenius_norm::forward(info, in, matrices, s);
+  }
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&, semantics s) {
+    CTSPMD_TRY(check(in[0]));
+    return frobenius_norm::backward(info, in, out, matrices, s);
+  }
+
+ private:
+  static constexpr reduction_attributes matrices{{-2, -1}, false, reduce_type::sum};
+  static constexpr status check(const dist_tensor_spec& x) {
+    if (x.ndim() < 2) return make_error(error_kind::invalid_argument, "", "x must have rank >= 2, but has rank {}", x.ndim());
+    return {};
+  }
+};
+
 }  // namespace ctspmd::rules
 
 #include <boost/hana/adapt_struct.hpp>
@@ -228,5 +264,6 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::avg>, axis, keep_dim, reduce);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::any>, axis, keep_dim, reduce);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::all>, axis, keep_dim, reduce);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::det_attributes);
 
 #endif

@@ -36,6 +36,12 @@
 /// with no partial status; the output is returned with its mapping resharded where the
 /// backward split cannot keep it, and its partial status unchanged.
 ///
+/// Under `phi` the sharding follows phi's co-shard algorithm (dim_trans.hpp,
+/// `infer_from_dim_trans_co_shard`): the mesh dims of a group's later dims move onto its first
+/// dim while divisibility allows, instead of being dropped; under `fluid` only the first dim's
+/// mesh dims survive a flatten. phi reads an unknown source size as 256; we keep the handling
+/// above. The round-trip claim below is fluid's.
+///
 /// Round trip (forward, then backward from forward's outputs): backward never shards an x dim
 /// that forward did not (each output dim's mesh dim goes back to the input dim it came from).
 /// Forward again from backward's x gives forward's outputs exactly when every x dim that
@@ -158,13 +164,23 @@ struct reshape : rule_base<reshape, reshape_attributes> {
     return t;
   }
 
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics) {
-    const auto& x = in[0];
-    const auto tgt = resolve_target(x.shape(), attrs.shape);
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
+    const auto tgt = resolve_target(in[0].shape(), attrs.shape);
     if (!tgt) return tgt.error();
-    const auto trans = make_reshape_dim_trans(x.shape(), tgt->shape, tgt->same_size);
+    return forward_to(info, in[0], *tgt, s);
+  }
+
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
+    const auto tgt = resolve_target(in[0].shape(), attrs.shape);
+    if (!tgt) return tgt.error();
+    return backward_to(info, in[0], out[0], *tgt, s);
+  }
+
+  /// Forward inference of reshaping `x` into `tgt` (also flatten's).
+  static constexpr status forward_to(spmd_info& info, const dist_tensor_spec& x, const target& tgt, semantics s) {
+    const auto trans = make_reshape_dim_trans(x.shape(), tgt.shape, tgt.same_size);
     dim_lists required, output;
-    infer_from_dim_trans(lists_of(x.dist_attr()), trans, x.process_mesh(), required, output);
+    infer(lists_of(x.dist_attr()), x.shape(), trans, x.process_mesh(), required, output, s);
     // x keeps its partial status; a reshape moves elements without combining them, so partial
     // parts stay parts of the output.
     assign(info.inputs.emplace_back(x.dist_attr()), required);
@@ -173,18 +189,16 @@ struct reshape : rule_base<reshape, reshape_attributes> {
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics) {
-    const auto& x = in[0];
-    const auto& o = out[0];
-    const auto tgt = resolve_target(x.shape(), attrs.shape);
-    if (!tgt) return tgt.error();
-    if (o.shape().size() != tgt->shape.size())
+  /// Backward inference of reshaping `x` into `tgt`, from the output `o` (also flatten's).
+  static constexpr status backward_to(spmd_info& info, const dist_tensor_spec& x, const dist_tensor_spec& o,
+                                      const target& tgt, semantics s) {
+    if (o.shape().size() != tgt.shape.size())
       return make_error(error_kind::invalid_argument, "", "the output has rank {}, but the target shape has {} dims",
-                        o.shape().size(), tgt->shape.size());
+                        o.shape().size(), tgt.shape.size());
     // The output's shape, with the sizes the target shape knows where the output has -1.
     tensor_shape out_shape = o.shape();
     for (std::size_t j = 0; j < out_shape.size(); ++j) {
-      const std::int64_t expected = tgt->shape[j];
+      const std::int64_t expected = tgt.shape[j];
       if (expected == -1) continue;
       if (out_shape[j] != -1 && out_shape[j] != expected)
         return make_error(error_kind::invalid_argument, "", "output dim {} has size {}, but the target shape gives {}",
@@ -193,18 +207,26 @@ struct reshape : rule_base<reshape, reshape_attributes> {
     }
     // Swapped roles: x dim i has the size of the output dim that copies it.
     static_vector<std::int64_t, max_rank> same_size(x.shape().size(), -1);
-    for (std::size_t j = 0; j < tgt->same_size.size(); ++j)
-      if (const auto i = tgt->same_size[j]; i >= 0)
+    for (std::size_t j = 0; j < tgt.same_size.size(); ++j)
+      if (const auto i = tgt.same_size[j]; i >= 0)
         same_size[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(j);
     const auto trans = make_reshape_dim_trans(out_shape, x.shape(), same_size);
     dim_lists required, derived;
-    infer_from_dim_trans(lists_of(o.dist_attr()), trans, o.process_mesh(), required, derived);
+    infer(lists_of(o.dist_attr()), out_shape, trans, o.process_mesh(), required, derived, s);
     assign(info.inputs.emplace_back(copy_tensor_dist_attr_for_output(x.dist_attr())), derived);
     assign(info.outputs.emplace_back(o.dist_attr()), required);  // keeps the output's partial status
     return {};
   }
 
  private:
+  /// The sharding through `trans`: fluid's or phi's (co-shard) algorithm.
+  static constexpr void infer(const dim_lists& input, const tensor_shape& shape, const dim_trans_list& trans,
+                              const process_mesh& mesh, dim_lists& required, dim_lists& output, semantics s) {
+    if (s == semantics::phi)
+      infer_from_dim_trans_co_shard(input, shape, trans, mesh, required, output);
+    else
+      infer_from_dim_trans(input, trans, mesh, required, output);
+  }
   /// The mesh dims of each dim of `a`.
   static constexpr dim_lists lists_of(const tensor_dist_attr& a) {
     dim_lists l;
@@ -227,9 +249,70 @@ struct reshape : rule_base<reshape, reshape_attributes> {
   }
 };
 
+/// Attributes of `flatten` (Paddle's Python defaults: every dim).
+struct flatten_attributes {
+  std::int64_t start_axis = 0;  ///< first dim flattened; negative counts from the end
+  std::int64_t stop_axis = -1;  ///< last dim flattened; negative counts from the end
+};
+
+/// The flatten rule: x's dims [start_axis, stop_axis] merged into one, as a reshape (the
+/// sharding follows the dim transformation exactly as reshape's does, under either semantics).
+/// A 0-D x flattens to `[1]`. `start_axis` after `stop_axis` (once normalised) is an
+/// `invalid_argument`.
+struct flatten : rule_base<flatten, flatten_attributes> {
+  static constexpr std::string_view name = "flatten";
+  static constexpr operand_count input_count{1};
+  static constexpr operand_count output_count{1};
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
+    const auto tgt = target_of(in[0].shape(), attrs);
+    if (!tgt) return tgt.error();
+    return reshape::forward_to(info, in[0], *tgt, s);
+  }
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
+    const auto tgt = target_of(in[0].shape(), attrs);
+    if (!tgt) return tgt.error();
+    return reshape::backward_to(info, in[0], out[0], *tgt, s);
+  }
+
+  /// The output shape of flattening `x` (-1 where a flattened size is unknown), with, per output
+  /// dim outside the flattened range, the x dim it copies.
+  static constexpr result<reshape::target> target_of(const tensor_shape& x, const attributes& attrs) {
+    const auto rank = static_cast<std::int64_t>(x.size());
+    reshape::target t;
+    if (rank == 0) {
+      t.shape.push_back(1);
+      t.same_size.push_back(-1);
+      return t;
+    }
+    const auto start = normalize_axis(attrs.start_axis, rank, "start_axis {} is out of range for x of rank {}");
+    if (!start) return start.error();
+    const auto stop = normalize_axis(attrs.stop_axis, rank, "stop_axis {} is out of range for x of rank {}");
+    if (!stop) return stop.error();
+    if (*start > *stop)
+      return make_error(error_kind::invalid_argument, "", "start_axis {} comes after stop_axis {}", attrs.start_axis,
+                        attrs.stop_axis);
+    std::int64_t flattened = 1;
+    for (std::size_t d = 0; d < x.size(); ++d) {
+      if (d < *start || d > *stop) {
+        t.shape.push_back(x[d]);
+        t.same_size.push_back(static_cast<std::int64_t>(d));
+      } else if (flattened != -1) {
+        flattened = x[d] < 0 ? -1 : flattened * x[d];
+      }
+      if (d == *stop) {
+        t.shape.push_back(flattened);
+        t.same_size.push_back(*start == *stop ? static_cast<std::int64_t>(d) : -1);
+      }
+    }
+    return t;
+  }
+};
+
 }  // namespace ctspmd::rules
 
 #include <boost/hana/adapt_struct.hpp>
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::reshape_attributes, shape);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flatten_attributes, start_axis, stop_axis);
 
 #endif

@@ -14,6 +14,12 @@
 /// so a partial x must be reduced first: x comes back not partial, and the output is not
 /// partial.
 ///
+/// Under `phi` the merge is the co-shard union (merge_conflicts = false): the softmax axis'
+/// whole list is dropped and a co-shard list elsewhere stays (or loses trailing mesh dims that do
+/// not divide its dim). x comes back with exactly the mapping the output gets (phi returns the
+/// input with only its axis cleared, which differs from the output when the merge drops a mesh
+/// dim; we do not copy that).
+///
 /// Backward (Paddle had none mid-2023; derived): the output's rank and sizes must be x's.
 /// The output's mapping, with the softmax axis forced to -1, is merged alone; x takes it,
 /// and the output comes back with it (the axis replicated, not partial), which is exactly

@@ -12,6 +12,10 @@
 /// partial status is not propagated (x comes back not partial, reduced before the op; the
 /// output is not partial), although transpose is linear and could carry it.
 ///
+/// Under `phi`: a co-shard list moves with its dim, and a partial x stays partial and the
+/// output is partial alike (phi's transpose carries partial status forward: a transpose moves
+/// elements without combining them). Backward infers no partial status, as under `fluid`.
+///
 /// Backward (from the output): the output's rank and sizes must be x's permuted. The
 /// output's mapping alone is merged; x takes it un-permuted, every letter being in the
 /// output. The output comes back as the inferred x produces it: same mapping, not partial.
@@ -46,8 +50,12 @@ struct transpose : rule_base<transpose, transpose_attributes> {
     if (!n) return n.error();
     axis_to_dim_map map;
     CTSPMD_TRY(merge_operand(map, n->input, x, s));
-    push(info.inputs, x.dist_attr(), n->input, map);
-    push(info.outputs, x.dist_attr(), n->output, map);
+    tensor_dist_attr& required = push(info.inputs, x.dist_attr(), n->input, map);
+    tensor_dist_attr& out = push(info.outputs, x.dist_attr(), n->output, map);
+    if (s == semantics::phi) {  // a transpose moves elements: partial parts stay parts
+      add_partial_of(required, x.dist_attr());
+      add_partial_of(out, x.dist_attr());
+    }
     return {};
   }
 
