@@ -14,14 +14,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
-
-#include <boost/hana/first.hpp>
-#include <boost/hana/second.hpp>
-#include <boost/hana/unpack.hpp>
 
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/dist/format.hpp>
+#include <ctspmd/rules/reflection.hpp>
 #include <ctspmd/runtime/attributes.hpp>
 
 namespace ctspmd::runtime {
@@ -29,9 +27,13 @@ namespace ctspmd::runtime {
 /// One operator of the by-name table.
 struct rule_entry {
   std::string_view name;
-  spmd_info (*forward)(std::string_view op, spec_span inputs, const attribute_map& attrs);
-  spmd_info (*backward)(std::string_view op, spec_span inputs, spec_span outputs, const attribute_map& attrs);
+  spmd_info (*forward)(std::string_view op, spec_span inputs, const attribute_map& attrs, semantics s);
+  spmd_info (*backward)(std::string_view op, spec_span inputs, spec_span outputs, const attribute_map& attrs,
+                        semantics s);
   std::vector<attribute_info> (*attributes)();  ///< what the rule accepts, with defaults
+  operand_count inputs{0};                      ///< the rule's input_count
+  operand_count outputs{0};                     ///< the rule's output_count
+  std::size_t rule = 0;                         ///< its rule's index in rules::registered_rules
 };
 
 namespace detail {
@@ -46,23 +48,28 @@ inline void check_as(std::string_view op, const status& s) {
 
 // The rule writes straight into the returned spmd_info (named return value): no copy.
 template <class Rule>
-spmd_info forward(std::string_view op, spec_span inputs, const attribute_map& attrs) {
+spmd_info forward(std::string_view op, spec_span inputs, const attribute_map& attrs, semantics s) {
   spmd_info info;
-  check_as(op, Rule::try_infer_forward_into(info, inputs, to_attributes<typename Rule::attributes>(op, attrs)));
+  check_as(op, Rule::try_infer_forward_into(info, inputs, to_attributes<typename Rule::attributes>(op, attrs), s));
   return info;
 }
 template <class Rule>
-spmd_info backward(std::string_view op, spec_span inputs, spec_span outputs, const attribute_map& attrs) {
+spmd_info backward(std::string_view op, spec_span inputs, spec_span outputs, const attribute_map& attrs, semantics s) {
   spmd_info info;
-  check_as(op, Rule::try_infer_backward_into(info, inputs, outputs, to_attributes<typename Rule::attributes>(op, attrs)));
+  check_as(op,
+           Rule::try_infer_backward_into(info, inputs, outputs, to_attributes<typename Rule::attributes>(op, attrs), s));
   return info;
 }
 
-template <class Pair>
-constexpr rule_entry make_entry(Pair pair) {
-  using rule = typename decltype(+boost::hana::second(pair))::type;
-  return {boost::hana::to<const char*>(boost::hana::first(pair)), &forward<rule>, &backward<rule>,
-          &describe_attributes<typename rule::attributes>};
+template <std::size_t I>
+constexpr rule_entry make_entry() {
+  using rule = rules::registered_rule<rules::registry[I].rule>;
+  return {rules::registry[I].name, &forward<rule>,     &backward<rule>,          &describe_attributes<typename rule::attributes>,
+          rule::input_count,       rule::output_count, rules::registry[I].rule};
+}
+template <std::size_t... I>
+constexpr std::array<rule_entry, sizeof...(I)> make_table(std::index_sequence<I...>) {
+  return {make_entry<I>()...};
 }
 
 /// How often each character occurs in a string (character values folded into 32 buckets).
@@ -117,14 +124,8 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b, std::si
 
 }  // namespace detail
 
-/// Every registered operator, sorted by name.
-inline constexpr auto rule_table = [] {
-  auto table = boost::hana::unpack(rules::registry, [](auto... pairs) {
-    return std::array<rule_entry, sizeof...(pairs)>{detail::make_entry(pairs)...};
-  });
-  std::sort(table.begin(), table.end(), [](const rule_entry& a, const rule_entry& b) { return a.name < b.name; });
-  return table;
-}();
+/// Every registered operator, sorted by name (the registry's order).
+inline constexpr auto rule_table = detail::make_table(std::make_index_sequence<rules::registry.size()>{});
 
 /// The entry of `op`, or null.
 inline const rule_entry* find_rule(std::string_view op) noexcept {
@@ -159,16 +160,17 @@ inline const rule_entry& rule(std::string_view op) {
                                               (closest.empty() ? "" : "; closest: " + closest));
 }
 
-/// Forward inference of operator `op` from its inputs.
+/// Forward inference of operator `op` from its inputs, under semantics `s`.
 inline spmd_info infer_forward(std::string_view op, std::span<const dist_tensor_spec> inputs,
-                               const attribute_map& attrs = {}) {
-  return rule(op).forward(op, inputs, attrs);
+                               const attribute_map& attrs = {}, semantics s = semantics::fluid) {
+  return rule(op).forward(op, inputs, attrs, s);
 }
 
-/// Backward inference of operator `op`: the inputs its outputs require.
+/// Backward inference of operator `op`: the inputs its outputs require, under semantics `s`.
 inline spmd_info infer_backward(std::string_view op, std::span<const dist_tensor_spec> inputs,
-                                std::span<const dist_tensor_spec> outputs, const attribute_map& attrs = {}) {
-  return rule(op).backward(op, inputs, outputs, attrs);
+                                std::span<const dist_tensor_spec> outputs, const attribute_map& attrs = {},
+                                semantics s = semantics::fluid) {
+  return rule(op).backward(op, inputs, outputs, attrs, s);
 }
 
 }  // namespace ctspmd::runtime

@@ -1,5 +1,7 @@
 #include <ctspmd/rules/layer_norm.hpp>
 
+#include <ctspmd/rules/reflection.hpp>
+
 #include <boost/hana/at_key.hpp>
 #include <boost/hana/string.hpp>
 

@@ -1,6 +1,5 @@
 #include <ctspmd/rules/registry.hpp>
 
-#include <boost/hana/length.hpp>
 #include <type_traits>
 
 using namespace ctspmd;
@@ -12,7 +11,8 @@ static_assert(rules::has_rule<"embedding"> && rules::has_rule<"lookup_table_v2">
 static_assert(!rules::has_rule<"embeding"> && !rules::has_rule<"">);
 static_assert(std::is_same_v<rules::rule_for<"matmul">, rules::matmul>);
 static_assert(std::is_same_v<rules::rule_for<"einsum">, rules::dynamic_einsum>);
-static_assert(decltype(boost::hana::length(rules::registry))::value == 111);
+static_assert(rules::registry.size() == 126);
+static_assert(rules::registry_find("matmul") < rules::registry.size() && rules::registry_find("matmull") == rules::registry.size());
 
 // Every Paddle name of the reference's rule list (and "einsum"), each to its rule.
 static_assert(std::is_same_v<rules::rule_for<"acos">, rules::elementwise>);
@@ -41,7 +41,7 @@ static_assert(std::is_same_v<rules::rule_for<"conj">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"cos">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"cosh">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"cross_entropy_with_softmax">, rules::cross_entropy_with_softmax>);
-static_assert(std::is_same_v<rules::rule_for<"det">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"det">, rules::det>);
 static_assert(std::is_same_v<rules::rule_for<"digamma">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"divide">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"einsum">, rules::dynamic_einsum>);
@@ -133,3 +133,23 @@ static_assert(rules::rule_for<"lookup_table_v2">::infer_forward(
                   {dist_tensor_spec({8}, {mesh, {0}}), dist_tensor_spec({100, 8}, {mesh, {-1, -1}})})
                   .outputs[0]
                   .dims_mapping() == dims_mapping{0, -1});
+
+// Names added with phi's rule set (the comparisons, second names, the new rules).
+static_assert(std::is_same_v<rules::rule_for<"equal">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"not_equal">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"greater_than">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"greater_equal">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"less_than">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"less_equal">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"matmul_v2">, rules::matmul>);
+static_assert(std::is_same_v<rules::rule_for<"reshape2">, rules::reshape>);
+static_assert(std::is_same_v<rules::rule_for<"transpose2">, rules::transpose>);
+static_assert(std::is_same_v<rules::rule_for<"squared_l2_norm">, rules::reduction>);
+static_assert(std::is_same_v<rules::rule_for<"bmm">, rules::bmm>);
+static_assert(std::is_same_v<rules::rule_for<"cast">, rules::cast>);
+static_assert(std::is_same_v<rules::rule_for<"full_like">, rules::full_like>);
+static_assert(std::is_same_v<rules::rule_for<"flatten">, rules::flatten>);
+static_assert(std::is_same_v<rules::rule_for<"stack">, rules::stack>);
+
+// Every registered rule satisfies the contract.
+static_assert(SpmdRule<rules::matmul> && SpmdRule<rules::stack> && SpmdRule<rules::einsum<"ij->j">>);

@@ -3,7 +3,6 @@
 /// \file `process_mesh`, and the shape and dims-mapping vocabulary types.
 
 #include <cstdint>
-#include <iterator>
 #include <limits>
 
 #include <ctspmd/core/config.hpp>
@@ -34,7 +33,7 @@ inline constexpr std::size_t reduce_type_count = 7;
 
 /// The snake_case names of the reduce types, in enum order.
 inline constexpr const char* reduce_type_names[] = {"sum", "max", "min", "prod", "avg", "any", "all"};
-static_assert(std::size(reduce_type_names) == reduce_type_count, "one name per reduce type");
+static_assert(sizeof reduce_type_names / sizeof reduce_type_names[0] == reduce_type_count, "one name per reduce type");
 
 /// The snake_case name of a reduce type ("sum", "max", ...).
 constexpr const char* to_string(reduce_type r) noexcept {

@@ -23,11 +23,6 @@
 #include <type_traits>
 #include <variant>
 
-#include <boost/hana/fold_left.hpp>
-#include <boost/hana/second.hpp>
-#include <boost/hana/type.hpp>
-#include <boost/hana/unpack.hpp>
-
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/fixed_string.hpp>
 #include <ctspmd/core/static_vector.hpp>
@@ -47,7 +42,7 @@ namespace detail {
 template <class... T>
 struct type_list {};
 template <class... T, class U>
-constexpr auto add_unique(type_list<T...>, U) {
+constexpr auto operator+(type_list<T...>, std::type_identity<U>) {
   if constexpr ((std::is_same_v<T, U> || ...))
     return type_list<T...>{};
   else
@@ -55,15 +50,14 @@ constexpr auto add_unique(type_list<T...>, U) {
 }
 template <class... T>
 std::variant<T...> as_variant(type_list<T...>);
-inline constexpr auto attribute_types = boost::hana::unpack(rules::registry, [](auto... pairs) {
-  return boost::hana::fold_left(
-      boost::hana::make_tuple(typename decltype(+boost::hana::second(pairs))::type::attributes{}...), type_list<>{},
-      [](auto list, auto attrs) { return add_unique(list, attrs); });
-});
+template <class... Rules>
+constexpr auto attribute_types(rules::rule_list<Rules...>) {
+  return (type_list<>{} + ... + std::type_identity<typename Rules::attributes>{});
+}
 }  // namespace detail
 
 /// The attributes of any registered rule.
-using any_attributes = decltype(detail::as_variant(detail::attribute_types));
+using any_attributes = decltype(detail::as_variant(detail::attribute_types(rules::registered_rules{})));
 
 /// The size of a tensor's elements, for the bytes a reshard moves: `model::float16`,
 /// `model::int64`, ... or `element_size::of_bytes(n)`. (Not constructible from an int, so that
@@ -103,8 +97,8 @@ struct operator_info {
   static_vector<std::uint16_t, max_operands> inputs{};
   static_vector<std::uint16_t, max_operands> outputs{};
   any_attributes attributes{};
-  result<spmd_info> (*forward)(spec_span, const any_attributes&) = nullptr;
-  result<spmd_info> (*backward)(spec_span, spec_span, const any_attributes&) = nullptr;
+  result<spmd_info> (*forward)(spec_span, const any_attributes&, semantics) = nullptr;
+  result<spmd_info> (*backward)(spec_span, spec_span, const any_attributes&, semantics) = nullptr;
   /// The label, or the rule's name when there is none.
   constexpr std::string_view name() const noexcept { return label.empty() ? rule : label; }
 };
@@ -118,12 +112,12 @@ struct block_info {
 
 namespace detail {
 template <class Rule>
-constexpr result<spmd_info> forward_thunk(spec_span in, const any_attributes& a) {
-  return Rule::try_infer_forward(in, std::get<typename Rule::attributes>(a));
+constexpr result<spmd_info> forward_thunk(spec_span in, const any_attributes& a, semantics s) {
+  return Rule::try_infer_forward(in, std::get<typename Rule::attributes>(a), s);
 }
 template <class Rule>
-constexpr result<spmd_info> backward_thunk(spec_span in, spec_span out, const any_attributes& a) {
-  return Rule::try_infer_backward(in, out, std::get<typename Rule::attributes>(a));
+constexpr result<spmd_info> backward_thunk(spec_span in, spec_span out, const any_attributes& a, semantics s) {
+  return Rule::try_infer_backward(in, out, std::get<typename Rule::attributes>(a), s);
 }
 }  // namespace detail
 
@@ -135,7 +129,8 @@ class plan {
   static constexpr std::size_t max_tensors = MaxTensors;
   static constexpr std::size_t max_ops = MaxOps;
 
-  constexpr explicit plan(const process_mesh& mesh) : mesh_(mesh) {}
+  /// A plan on `mesh` whose rules follow semantics `s` (fluid by default).
+  constexpr explicit plan(const process_mesh& mesh, semantics s = semantics::fluid) : mesh_(mesh), semantics_(s) {}
 
   /// A tensor whose dist attributes are inferred.
   constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, element_size element = float32) {
@@ -199,6 +194,7 @@ class plan {
   }
 
   constexpr const process_mesh& mesh() const noexcept { return mesh_; }
+  constexpr ctspmd::semantics semantics() const noexcept { return semantics_; }
   constexpr std::size_t tensor_count() const noexcept { return tensor_count_; }
   constexpr std::size_t op_count() const noexcept { return op_count_; }
   constexpr std::size_t block_count() const noexcept { return block_count_; }
@@ -227,6 +223,7 @@ class plan {
   }
 
   process_mesh mesh_;
+  ctspmd::semantics semantics_ = ctspmd::semantics::fluid;
   std::array<tensor_info, MaxTensors> tensors_{};
   std::array<operator_info, MaxOps> ops_{};
   std::array<block_info, 4> blocks_{};

@@ -214,14 +214,19 @@ constexpr bool same_but_times(const reshard& a, const reshard& b) {
 struct mesh_dim_state {
   enum kind_t : std::int8_t { replicate, shard, partial } kind = replicate;
   std::int64_t value = 0;  ///< the tensor dim (shard) or the reduce type (partial)
+  std::int64_t order = 0;  ///< (shard) the mesh dim's place in its tensor dim's list, 0 = major
   friend constexpr bool operator==(const mesh_dim_state&, const mesh_dim_state&) = default;
 };
+/// A co-sharded tensor dim is split over its mesh dims major first, so a mesh dim that moves in
+/// the list moves data too: its state carries its place there.
 constexpr mesh_dim_state state_on(const tensor_dist_attr& a, std::int64_t m) {
-  if (a.is_partial(m)) return {mesh_dim_state::partial, static_cast<std::int64_t>(a.partial_reduce_type(m))};
-  const auto& dm = a.dims_mapping();
-  for (std::size_t d = 0; d < dm.size(); ++d)
-    if (dm[d] == m) return {mesh_dim_state::shard, static_cast<std::int64_t>(d)};
-  return {};
+  if (a.is_partial(m)) return {mesh_dim_state::partial, static_cast<std::int64_t>(a.partial_reduce_type(m)), 0};
+  const std::int64_t d = a.sharded_tensor_dim(m);
+  if (d < 0) return {};
+  const mesh_dims list = a.mesh_dims_of(static_cast<std::size_t>(d));
+  std::int64_t order = 0;
+  while (list[static_cast<std::size_t>(order)] != m) ++order;
+  return {mesh_dim_state::shard, d, order};
 }
 constexpr collective classify(mesh_dim_state from, mesh_dim_state to) {
   using s = mesh_dim_state;
@@ -237,8 +242,8 @@ constexpr std::int64_t reshard_bytes(collective c, const tensor_info& t, const t
     if (s < 0) return -1;
     local *= s;
   }
-  for (auto m : from.dims_mapping())
-    if (m >= 0) local /= from.process_mesh().dim_size(m);
+  for (std::int64_t m = 0; m < from.process_mesh().ndim(); ++m)  // every mesh dim that shards it
+    if (from.sharded_tensor_dim(m) >= 0) local /= from.process_mesh().dim_size(m);
   const std::int64_t n = from.process_mesh().dim_size(mesh_dim);
   switch (c) {
     case collective::all_reduce: return 2 * (n - 1) * local / n;
@@ -316,7 +321,7 @@ constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_op
     const auto& o = p.op_at(i);
     const auto in = specs_of(o.inputs, nullptr);
     if (!in) return fail(i, in.error());
-    auto fwd = o.forward(spec_span(in->data(), in->size()), o.attributes);
+    auto fwd = o.forward(spec_span(in->data(), in->size()), o.attributes, p.semantics());
     if (!fwd) return fail(i, fwd.error());
     if (fwd->outputs.size() != o.outputs.size())
       return fail(i, make_error(error_kind::invalid_argument, "", "the operator has {} outputs, but its rule infers {}",
@@ -331,12 +336,13 @@ constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_op
         if (p.tensor_at(o.outputs[j]).annotated) wanted[j] = p.tensor_at(o.outputs[j]).annotation;
       const auto outs = specs_of(o.outputs, &wanted);
       if (!outs) return fail(i, outs.error());
-      const auto bwd = o.backward(spec_span(in->data(), in->size()), spec_span(outs->data(), outs->size()), o.attributes);
+      const auto bwd = o.backward(spec_span(in->data(), in->size()), spec_span(outs->data(), outs->size()), o.attributes,
+                                  p.semantics());
       if (!bwd) return fail(i, bwd.error());
       need = bwd->inputs;
       const auto needed = specs_of(o.inputs, &need);
       if (!needed) return fail(i, needed.error());
-      const auto again = o.forward(spec_span(needed->data(), needed->size()), o.attributes);
+      const auto again = o.forward(spec_span(needed->data(), needed->size()), o.attributes, p.semantics());
       if (!again) return fail(i, again.error());
       for (std::size_t j = 0; j < o.outputs.size(); ++j) {
         result_attrs[j] = p.tensor_at(o.outputs[j]).annotated ? wanted[j] : again->outputs[j];

@@ -12,8 +12,6 @@
 #include <ctspmd/rules/matmul.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
-#include <boost/hana/adapt_struct.hpp>
-
 namespace ctspmd::rules {
 
 /// Attributes of `bmm`: none.
@@ -53,7 +51,5 @@ struct bmm : rule_base<bmm, bmm_attributes> {
 };
 
 }  // namespace ctspmd::rules
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::bmm_attributes);
 
 #endif

@@ -223,8 +223,4 @@ struct stack : rule_base<stack, stack_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::concat_attributes, axis);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::stack_attributes, axis);
-
 #endif

@@ -174,8 +174,4 @@ struct cross_entropy_with_softmax : rule_base<cross_entropy_with_softmax, cross_
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::cross_entropy_with_softmax_attributes, axis, ignore_index, numeric_stable_mode,
-                        use_softmax, soft_label);
-
 #endif

@@ -32,8 +32,6 @@
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
-#include <boost/hana/adapt_struct.hpp>
-
 namespace ctspmd::rules {
 
 namespace detail {
@@ -217,8 +215,5 @@ struct dynamic_einsum : rule_base<dynamic_einsum, dynamic_einsum_attributes> {
 };
 
 }  // namespace ctspmd::rules
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::einsum_attributes);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::dynamic_einsum_attributes, notation);
 
 #endif

@@ -211,10 +211,4 @@ struct full_like : rule_base<full_like, full_like_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::elementwise_attributes);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::cast_attributes, dtype);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::full_like_attributes, value, dtype);
-
 #endif

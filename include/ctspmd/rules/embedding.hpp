@@ -24,8 +24,6 @@
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
-#include <boost/hana/adapt_struct.hpp>
-
 namespace ctspmd::rules {
 
 /// Attributes of `embedding` (Paddle's defaults).
@@ -108,7 +106,5 @@ struct embedding : rule_base<embedding, embedding_attributes> {
 };
 
 }  // namespace ctspmd::rules
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::embedding_attributes, padding_idx, sparse);
 
 #endif

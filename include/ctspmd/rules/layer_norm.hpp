@@ -153,8 +153,4 @@ struct layer_norm : rule_base<layer_norm, layer_norm_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::layer_norm_attributes, begin_norm_axis, epsilon);
-
 #endif

@@ -30,8 +30,6 @@
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
-#include <boost/hana/adapt_struct.hpp>
-
 namespace ctspmd::rules {
 
 /// Attributes of `matmul` (Paddle's defaults).
@@ -163,7 +161,5 @@ struct matmul : rule_base<matmul, matmul_attributes> {
 };
 
 }  // namespace ctspmd::rules
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::matmul_attributes, trans_x, trans_y);
 
 #endif

@@ -254,16 +254,4 @@ struct det : rule_base<det, det_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-
-// One adaptation per reduce type a reduction_with<R> can default to.
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::sum>, axis, keep_dim, reduce);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::max>, axis, keep_dim, reduce);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::min>, axis, keep_dim, reduce);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::prod>, axis, keep_dim, reduce);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::avg>, axis, keep_dim, reduce);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::any>, axis, keep_dim, reduce);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::all>, axis, keep_dim, reduce);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::det_attributes);
-
 #endif

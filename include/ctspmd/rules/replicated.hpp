@@ -47,8 +47,4 @@ struct replicated : rule_base<replicated, replicated_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::replicated_attributes);
-
 #endif

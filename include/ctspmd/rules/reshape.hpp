@@ -311,8 +311,4 @@ struct flatten : rule_base<flatten, flatten_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::reshape_attributes, shape);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flatten_attributes, start_axis, stop_axis);
-
 #endif

@@ -86,8 +86,4 @@ struct softmax : rule_base<softmax, softmax_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::softmax_attributes, axis);
-
 #endif

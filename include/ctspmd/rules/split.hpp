@@ -168,7 +168,4 @@ struct split : rule_base<split, split_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::split_attributes, num, sections, axis);
-
 #endif

@@ -117,8 +117,4 @@ struct transpose : rule_base<transpose, transpose_attributes> {
 
 }  // namespace ctspmd::rules
 
-#include <boost/hana/adapt_struct.hpp>
-
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::transpose_attributes, perm);
-
 #endif

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <boost/hana/accessors.hpp>
+#include <boost/hana/concept/struct.hpp>
 #include <boost/hana/first.hpp>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/second.hpp>
@@ -127,9 +128,17 @@ struct attribute_info {
   attribute default_value;
 };
 
+/// True if `Attributes` can be read by name: adapted with BOOST_HANA_ADAPT_STRUCT.
+template <class Attributes>
+inline constexpr bool reflectable = boost::hana::Struct<Attributes>::value;
+
 /// The attributes `Attributes` accepts, in declaration order, with their defaults.
 template <class Attributes>
 std::vector<attribute_info> describe_attributes() {
+  // A rule's attributes struct, not adapted, stops here: adapt it with BOOST_HANA_ADAPT_STRUCT at
+  // global scope (the built-in rules' adaptations are in ctspmd/rules/reflection.hpp).
+  static_assert(reflectable<Attributes>, "the runtime layer reads a rule's attributes by name: adapt them with "
+                                         "BOOST_HANA_ADAPT_STRUCT (see ctspmd/rules/reflection.hpp)");
   std::vector<attribute_info> out;
   const Attributes defaults{};
   boost::hana::for_each(boost::hana::accessors<Attributes>(), [&](auto member) {
