@@ -154,3 +154,53 @@ static_assert(concat::try_infer_backward({x0, x1}, {spec({4, 8}, {-1, -1})}).err
 static_assert(!concat::try_infer_backward({}, {spec({4, 8}, {-1, -1})}));
 static_assert(!concat::try_infer_backward({x0, x1}, {spec({4, 8}, {-1, -1})}, {.axis = 2}));
 static_assert(!constant_evaluates<[] { return concat::infer_backward({x0, x1}, {}, {.axis = 1}); }>);
+
+// ==== phi: inputs aligned by cost (AlignDimsSharding) =================================================
+namespace phi_cases {
+using ctspmd::rules::stack;
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m22({2, 2});
+constexpr process_mesh m24({2, 4});
+// Paddle's test_concat_rule: both mesh dims disputed; each goes to the cheapest axis
+constexpr auto disputed = concat::infer_forward(
+    {co(m22, {16, 16, 16}, {{}, {0}, {1}}), co(m22, {4, 16, 16}, {{}, {1}, {0}}), co(m22, {2, 16, 16}, {{}, {}, {0}})}, {},
+    phi);
+static_assert(is(disputed.inputs[0], {{}, {1}, {0}}) && is(disputed.inputs[1], {{}, {1}, {0}}) &&
+              is(disputed.inputs[2], {{}, {1}, {0}}) && is(disputed.outputs[0], {{}, {1}, {0}}));
+constexpr auto disputed_back = concat::infer_backward(
+    {co(m22, {16, 16, 16}, {{}, {0}, {1}}), co(m22, {4, 16, 16}, {{}, {1}, {0}}), co(m22, {2, 16, 16}, {{}, {}, {0}})},
+    {co(m22, {22, 16, 16}, {{}, {1}, {0}})}, {}, phi);
+static_assert(is(disputed_back.inputs[2], {{}, {1}, {0}}) && is(disputed_back.outputs[0], {{}, {1}, {0}}));
+// a sharded concat axis is replicated backward (phi returns the output unchanged)
+static_assert(is(concat::infer_backward({co(m22, {4, 8}, {{}, {}})}, {co(m22, {4, 8}, {{0}, {1}})}, {}, phi).outputs[0],
+                 {{}, {1}}));
+// partial: kept, on the output too, when every input is partial with sum or avg; any other type
+// is dropped under phi (fluid keeps any type all inputs share)
+constexpr auto sums = concat::infer_forward({partial_spec({4, 6}, {-1, 0}, {1}), partial_spec({2, 6}, {-1, 0}, {1})}, {}, phi);
+static_assert(sums.outputs[0].partial_dims() == mesh_dims{1} && sums.inputs[1].partial_dims() == mesh_dims{1});
+constexpr auto maxes = concat::infer_forward(
+    {partial_spec({4, 6}, {-1, 0}, {1}, reduce_type::max), partial_spec({2, 6}, {-1, 0}, {1}, reduce_type::max)}, {}, phi);
+static_assert(!maxes.outputs[0].is_partial() && !maxes.inputs[0].is_partial());
+static_assert(concat::infer_forward(
+                  {partial_spec({4, 6}, {-1, 0}, {1}, reduce_type::max), partial_spec({2, 6}, {-1, 0}, {1}, reduce_type::max)})
+                  .outputs[0]
+                  .partial_dims() == mesh_dims{1});
+
+// ==== stack ===========================================================================================
+// Paddle's test_stack_rule
+constexpr auto st = stack::infer_forward({co(m24, {2, 4}, {{0}, {}}), co(m24, {2, 4}, {{0}, {}})}, {.axis = -1}, phi);
+static_assert(is(st.outputs[0], {{0}, {}, {}}) && is(st.inputs[1], {{0}, {}}));
+constexpr auto st_back = stack::infer_backward({co(m24, {2, 4}, {{}, {}}), co(m24, {2, 4}, {{}, {}})},
+                                               {co(m24, {2, 4, 2}, {{0}, {}, {}})}, {.axis = -1}, phi);
+static_assert(is(st_back.inputs[0], {{0}, {}}) && is(st_back.inputs[1], {{0}, {}}));
+// fluid: first-wins; the new dim is never sharded, at any position
+constexpr auto st_fluid = stack::infer_forward({spec({6, 4}, {0, -1}), spec({6, 4}, {-1, 1})}, {.axis = 1});
+static_assert(st_fluid.outputs[0].dims_mapping() == dims_mapping{0, -1, 1} &&
+              st_fluid.inputs[1].dims_mapping() == dims_mapping{0, 1});
+static_assert(stack::infer_forward({spec({6, 4}, {0, -1})}, {.axis = 0}).outputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+static_assert(stack::try_infer_forward({spec({6, 4}, {-1, -1}), spec({6, 5}, {-1, -1})}).kind() == error_kind::invalid_argument);
+static_assert(!stack::try_infer_forward({spec({6, 4}, {-1, -1})}, {.axis = 3}));
+static_assert(!stack::try_infer_backward({spec({6, 4}, {-1, -1})}, {spec({6, 4}, {-1, -1})}));
+}  // namespace phi_cases

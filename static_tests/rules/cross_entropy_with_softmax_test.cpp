@@ -193,3 +193,31 @@ static_assert(!ce::try_infer_backward({x}, {spec({8, 16, 1000}, {-1, -1, -1}), s
 static_assert(!ce::try_infer_backward({x, spec({8, 16}, {-1, -1})},
                                       {spec({8, 16, 1000}, {-1, -1, -1}), spec({8, 16, 1}, {-1, -1, -1})}));
 static_assert(!constant_evaluates<[] { return ce::infer_backward({x, label}, {spec({8, 16, 1000}, {-1, -1, -1})}); }>);
+
+// ==== phi ============================================================================================
+namespace phi_cases {
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m24({2, 4});
+constexpr dist_tensor_spec s24(tensor_shape shape, dims_mapping dm) { return {shape, {m24, dm}}; }
+// Paddle's test_cross_entropy_with_softmax_rule (mesh [2, 4]) agrees under phi
+constexpr auto f1 = ce::infer_forward({s24({8, 1024, 50304}, {1, -1, -1}), s24({8, 1024, 1}, {-1, 0, -1})}, {}, phi);
+static_assert(f1.inputs[0].dims_mapping() == dims_mapping{1, 0, -1} && f1.outputs[1].dims_mapping() == dims_mapping{1, 0, -1});
+constexpr auto f2 = ce::infer_forward({s24({8, 1024, 50304}, {-1, -1, 0}), s24({8, 1024, 1}, {1, -1, -1})}, {}, phi);
+static_assert(f2.inputs[0].dims_mapping() == dims_mapping{1, -1, 0} && f2.outputs[0].dims_mapping() == dims_mapping{1, -1, 0} &&
+              f2.outputs[1].dims_mapping() == dims_mapping{1, -1, -1});
+static_assert(!ce::try_infer_forward({s24({8, 1024, 50304}, {-1, -1, 0}), s24({8, 1024, 50304}, {1, -1, -1})},
+                                     {.soft_label = true}, phi));
+// backward: a class axis the layout cannot keep sharded is replicated under phi (an error under fluid)
+constexpr auto soft_back = ce::try_infer_backward({s24({8, 1024, 50304}, {-1, -1, -1}), s24({8, 1024, 50304}, {-1, -1, -1})},
+                                                  {s24({8, 1024, 50304}, {1, -1, 0}), s24({8, 1024, 1}, {1, -1, -1})},
+                                                  {.soft_label = true}, phi);
+static_assert(soft_back && soft_back->inputs[0].dims_mapping() == dims_mapping{1, -1, -1} &&
+              soft_back->outputs[0].dims_mapping() == dims_mapping{1, -1, -1});
+static_assert(!ce::try_infer_backward({s24({8, 1024, 50304}, {-1, -1, -1}), s24({8, 1024, 50304}, {-1, -1, -1})},
+                                      {s24({8, 1024, 50304}, {1, -1, 0}), s24({8, 1024, 1}, {1, -1, -1})},
+                                      {.soft_label = true}));
+constexpr auto hard_back = ce::infer_backward({s24({8, 1024, 50304}, {-1, -1, -1}), s24({8, 1024, 1}, {-1, -1, -1})},
+                                              {s24({8, 1024, 50304}, {-1, -1, 0}), s24({8, 1024, 1}, {1, -1, -1})}, {}, phi);
+static_assert(hard_back.inputs[0].dims_mapping() == dims_mapping{1, -1, 0} &&
+              hard_back.inputs[1].dims_mapping() == dims_mapping{1, -1, -1});
+}  // namespace phi_cases

@@ -93,3 +93,15 @@ static_assert(contracted_are("bsh,hd->bsd", "h"));
 static_assert(contracted_are("ij,jk,kl->il", "jk"));  // each once, in order of appearance
 static_assert(contracted_are("i1,ij->j", "i"));       // '1' is no label
 static_assert(contracted_are("ab,ab->ab", ""));
+
+// ==== phi: co-shard unions ===========================================================================
+namespace phi_cases {
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr process_mesh m3({2, 2, 2});
+constexpr auto contracted = proj::infer_forward({co(m3, {4, 16, 32}, {{0}, {}, {1}}), co(m3, {32, 64}, {{2}, {}})}, {},
+                                                semantics::phi);
+static_assert(is(contracted.inputs[0], {{0}, {}, {1, 2}}) && is(contracted.outputs[0], {{0}, {}, {}}) &&
+              contracted.outputs[0].partial_dims() == mesh_dims{1, 2});
+static_assert(!proj::try_infer_forward({co(m3, {4, 16, 32}, {{0}, {}, {1}}), co(m3, {32, 64}, {{2}, {}})}));
+}  // namespace phi_cases

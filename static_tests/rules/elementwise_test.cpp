@@ -178,3 +178,49 @@ static_assert(
 static_assert(!constant_evaluates<[] {
   return elementwise::infer_backward({spec({4, 8}, {-1, -1})}, {spec({4}, {-1})});
 }>);
+
+// ==== phi: the element-wise merge follows one input ==================================================
+namespace phi_cases {
+using ctspmd::rules::cast;
+using ctspmd::rules::full_like;
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m22({2, 2});
+constexpr process_mesh m24({2, 4});
+// the co-sharded input is followed; the other adds no mesh dim already used
+constexpr auto follow = elementwise::infer_forward({co(m22, {64, 64}, {{0}, {1}}), co(m22, {64, 64}, {{0, 1}, {}})}, {}, phi);
+static_assert(is(follow.inputs[0], {{0, 1}, {}}) && is(follow.inputs[1], {{0, 1}, {}}) && is(follow.outputs[0], {{0, 1}, {}}));
+// mesh dims nobody uses are added
+constexpr auto fill = elementwise::infer_forward({co(m22, {64, 64}, {{0}, {}}), co(m22, {64, 64}, {{}, {1}})}, {}, phi);
+static_assert(is(fill.outputs[0], {{0}, {1}}) && is(fill.inputs[0], {{0}, {1}}));
+// broadcasting: right-aligned, a size-1 dim never sharded
+constexpr auto bcast = elementwise::infer_forward({co(m24, {8, 16}, {{0}, {}}), co(m24, {16}, {{1}})}, {}, phi);
+static_assert(is(bcast.outputs[0], {{0}, {1}}) && is(bcast.inputs[1], {{1}}));
+constexpr auto ones = elementwise::infer_forward({co(m24, {8, 16}, {{0}, {}}), co(m24, {1, 16}, {{}, {1}})}, {}, phi);
+static_assert(is(ones.outputs[0], {{0}, {1}}) && is(ones.inputs[1], {{}, {1}}));
+// Paddle's test_elementwise_rule (flat) under phi: a follows x, the later claim on mesh dim 0 loses
+static_assert(is(elementwise::infer_forward({co(m24, {64, 36}, {{0}, {}}), co(m24, {64, 36}, {{}, {0}})}, {}, phi).outputs[0],
+                 {{0}, {}}));
+// one input keeps its layout, even an uneven one (phi's element-wise rules never drop a given shard)
+static_assert(is(elementwise::infer_forward({co(m24, {6, 8}, {{1}, {}})}, {}, phi).outputs[0], {{1}, {}}));
+static_assert(is(elementwise::infer_forward({co(m24, {8, 8}, {{1, 0}, {}})}, {}, phi).outputs[0], {{1, 0}, {}}));
+// backward: the output alone
+constexpr auto back = elementwise::infer_backward({co(m22, {64, 64}, {{}, {}}), co(m22, {64}, {{}})},
+                                                  {co(m22, {64, 64}, {{0, 1}, {}})}, {}, phi);
+static_assert(is(back.inputs[0], {{0, 1}, {}}) && is(back.inputs[1], {{}}));
+
+// ==== cast: partial status kept (both semantics); full_like: x as it is ===============================
+constexpr auto cast_p = cast::infer_forward({partial_spec({4, 6}, {0, -1}, 1)});
+static_assert(cast_p.inputs[0].partial_dims() == mesh_dims{1} && cast_p.outputs[0].partial_dims() == mesh_dims{1} &&
+              cast_p.outputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(cast::infer_forward({partial_spec({4, 6}, {0, -1}, 1)}, {}, phi).outputs[0].partial_dims() == mesh_dims{1});
+constexpr auto cast_back = cast::infer_backward({spec({4, 6}, {-1, -1})}, {partial_spec({4, 6}, {0, -1}, 1)});
+static_assert(cast_back.inputs[0].partial_dims() == mesh_dims{1} && cast_back.inputs[0].dims_mapping() == dims_mapping{0, -1});
+constexpr auto fl = full_like::infer_forward({partial_spec({4, 6}, {0, -1}, 1)}, {.value = 1.0});
+static_assert(fl.inputs[0] == partial_spec({4, 6}, {0, -1}, 1).dist_attr() && !fl.outputs[0].is_partial() &&
+              fl.outputs[0].dims_mapping() == dims_mapping{0, -1});
+constexpr auto fl_back = full_like::infer_backward({spec({4, 6}, {-1, -1})}, {spec({4, 6}, {-1, 1})});
+static_assert(fl_back.inputs[0].dims_mapping() == dims_mapping{-1, 1});
+static_assert(!full_like::try_infer_backward({spec({4, 6}, {-1, -1})}, {spec({24}, {-1})}));
+}  // namespace phi_cases

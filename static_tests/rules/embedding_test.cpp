@@ -99,3 +99,29 @@ static_assert(!embedding::try_infer_backward({x, w}, {}));
 static_assert(!embedding::try_infer_backward({x, w}, {spec({4, 16, 768}, {0, -1, 1}), spec({4}, {-1})}));
 static_assert(!embedding::try_infer_backward({x}, {spec({4, 16, 768}, {0, -1, 1})}));
 static_assert(!embedding::try_infer_backward({x, spec({5}, {-1})}, {spec({4, 16, 768}, {0, -1, 1})}));
+
+// ==== phi and co-shard ===============================================================================
+namespace phi_cases {
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m3({2, 2, 2});
+constexpr process_mesh m24({2, 4});
+// rows over two mesh dims: the output is partial on both (either semantics: a list merges as a unit)
+constexpr auto rows = embedding::infer_forward({co(m3, {4, 1024}, {{1}, {}}), co(m3, {512, 768}, {{0, 2}, {}})});
+static_assert(is(rows.outputs[0], {{1}, {}, {}}) && rows.outputs[0].partial_dims() == mesh_dims{0, 2});
+static_assert(embedding::infer_forward({co(m3, {4, 1024}, {{1}, {}}), co(m3, {512, 768}, {{0, 2}, {}})}, {}, phi)
+                  .outputs[0]
+                  .partial_dims() == mesh_dims{0, 2});
+// Paddle's test_embedding_rule (mesh [2, 4]) under phi
+constexpr auto cols = embedding::infer_forward({co(m24, {4, 1024}, {{1}, {}}), co(m24, {512, 768}, {{}, {0}})}, {}, phi);
+static_assert(is(cols.outputs[0], {{1}, {}, {0}}) && !cols.outputs[0].is_partial());
+static_assert(!embedding::try_infer_forward({co(m24, {4, 1024}, {{1}, {}}), co(m24, {512, 768}, {{0}, {}})},
+                                            {.padding_idx = 128}, phi));
+constexpr auto back = embedding::infer_backward({co(m24, {4, 1024}, {{}, {}}), co(m24, {512, 768}, {{}, {}})},
+                                                {co(m24, {4, 1024, 768}, {{1}, {0}, {}})}, {}, phi);
+static_assert(is(back.inputs[0], {{1}, {0}}) && is(back.inputs[1], {{}, {}}));
+// x and the weight on one mesh dim: refused under either semantics
+static_assert(embedding::try_infer_forward({co(m24, {4, 1024}, {{0}, {}}), co(m24, {512, 768}, {{}, {0}})}, {}, phi).kind() ==
+              error_kind::precondition_not_met);
+}  // namespace phi_cases

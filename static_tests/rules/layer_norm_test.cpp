@@ -144,3 +144,36 @@ static_assert(layer_norm::try_infer_backward({x, scale, bias}, {out3, stat}).err
 static_assert(!layer_norm::try_infer_backward({x, scale}, {out3, stat, stat}));
 static_assert(!layer_norm::try_infer_backward({x, spec({4, 4}, {-1, -1}), bias}, {out3, stat, stat}));
 static_assert(!constant_evaluates<[] { return layer_norm::infer_backward({x, scale, bias}, {out3, stat, out3}); }>);
+
+// ==== phi: the normalised dims' mesh dims move to x's first dim ======================================
+namespace phi_cases {
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m22({2, 2});
+// Paddle's test_op_co_shard_rule: [[0], [1], [], []] with begin_norm_axis 1 -> [[0, 1], [], [], []]
+constexpr auto moved = layer_norm::infer_forward(
+    {co(m22, {64, 32, 128, 128}, {{0}, {1}, {}, {}}), co(m22, {524288}, {{}}), co(m22, {524288}, {{}})}, {}, phi);
+static_assert(is(moved.inputs[0], {{0, 1}, {}, {}, {}}) && is(moved.outputs[0], {{0, 1}, {}, {}, {}}) &&
+              is(moved.outputs[1], {{0, 1}}) && is(moved.outputs[2], {{0, 1}}));
+// fluid drops it
+static_assert(is(layer_norm::infer_forward({co(m22, {64, 32, 128, 128}, {{0}, {1}, {}, {}}), co(m22, {524288}, {{}}),
+                                           co(m22, {524288}, {{}})})
+                     .inputs[0],
+                 {{0}, {}, {}, {}}));
+// only while the first dim stays divisible
+static_assert(is(layer_norm::infer_forward({co(m22, {2, 32, 8}, {{0}, {1}, {}}), co(m22, {256}, {{}}), co(m22, {256}, {{}})},
+                                           {}, phi)
+                     .inputs[0],
+                 {{0}, {}, {}}));
+// Paddle's test_layer_norm_rule (flat, mesh [2, 3]) agrees under phi
+constexpr auto flat = layer_norm::infer_forward({spec({64, 32, 1024}, {1, 0, -1}), spec({1024}, {0}), spec({1024}, {0})},
+                                                {.begin_norm_axis = 2}, phi);
+static_assert(flat.inputs[0].dims_mapping() == dims_mapping{1, 0, -1} && flat.inputs[1].dims_mapping() == dims_mapping{-1} &&
+              flat.outputs[1].dims_mapping() == dims_mapping{1, 0});
+// backward merges out, mean and variance with the co-shard union
+constexpr auto back = layer_norm::infer_backward(
+    {spec({64, 32, 1024}, {-1, -1, -1}), spec({1024}, {-1}), spec({1024}, {-1})},
+    {spec({64, 32, 1024}, {-1, -1, -1}), spec({64, 32}, {0, -1}), spec({64, 32}, {-1, 1})}, {.begin_norm_axis = 2}, phi);
+static_assert(back.inputs[0].dims_mapping() == dims_mapping{0, 1, -1} && back.outputs[1].dims_mapping() == dims_mapping{0, 1});
+}  // namespace phi_cases

@@ -153,3 +153,58 @@ static_assert(bad_out_rank.kind() == error_kind::invalid_argument && bad_out_ran
               bad_out_rank.error().values[2] == 2);
 static_assert(!matmul::try_infer_backward({x, y}, {}));
 static_assert(!matmul::try_infer_backward({x}, {spec({64, 48}, {0, 1})}));
+
+// ==== phi: the co-shard merge (Paddle's matmul_co_shard_spmd_rule_test, mesh [2, 2, 2]) ==========
+namespace phi_cases {
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m3({2, 2, 2});
+constexpr rules::matmul_attributes nn{}, tn{true, false}, nt{false, true}, tt{true, true};
+constexpr auto c1 = matmul::infer_forward({co(m3, {64, 32}, {{0, 1}, {}}), co(m3, {32, 48}, {{}, {2}})}, nn, phi);
+static_assert(is(c1.inputs[0], {{0, 1}, {}}) && is(c1.inputs[1], {{}, {2}}) && is(c1.outputs[0], {{0, 1}, {2}}) &&
+              !c1.outputs[0].is_partial());
+constexpr auto c2 = matmul::infer_forward({co(m3, {64, 32}, {{0, 1}, {2}}), co(m3, {32, 48}, {{}, {}})}, nn, phi);
+static_assert(is(c2.inputs[1], {{2}, {}}) && is(c2.outputs[0], {{0, 1}, {}}) && c2.outputs[0].partial_dims() == mesh_dims{2});
+constexpr auto c3 = matmul::infer_forward({co(m3, {64, 32}, {{}, {}}), co(m3, {32, 48}, {{0, 1}, {2}})}, nn, phi);
+static_assert(is(c3.inputs[0], {{}, {0, 1}}) && is(c3.outputs[0], {{}, {2}}) && c3.outputs[0].partial_dims() == mesh_dims{0, 1});
+// k proposed on mesh dims 1 and 2: a co-shard; mesh dim 0 on m (64) and n (48): m keeps it
+constexpr auto c4 = matmul::infer_forward({co(m3, {64, 32}, {{0}, {1}}), co(m3, {32, 48}, {{2}, {0}})}, nn, phi);
+static_assert(is(c4.inputs[0], {{0}, {1, 2}}) && is(c4.inputs[1], {{1, 2}, {}}) && is(c4.outputs[0], {{0}, {}}) &&
+              c4.outputs[0].partial_dims() == mesh_dims{1, 2});
+constexpr auto c5 = matmul::infer_forward({co(m3, {64, 32}, {{0, 1}, {2}}), co(m3, {32, 48}, {{0}, {}})}, nn, phi);
+static_assert(is(c5.inputs[0], {{0, 1}, {2}}) && is(c5.inputs[1], {{2}, {}}) && is(c5.outputs[0], {{0, 1}, {}}) &&
+              c5.outputs[0].partial_dims() == mesh_dims{2});
+// a size-1 batch dim of y broadcasts and is never sharded
+constexpr auto c6 = matmul::infer_forward(
+    {co(m3, {512, 48, 64, 32}, {{0, 1}, {2}, {}, {}}), co(m3, {1, 32, 48}, {{}, {}, {}})}, nn, phi);
+static_assert(is(c6.inputs[0], {{0, 1}, {2}, {}, {}}) && is(c6.inputs[1], {{}, {}, {}}) &&
+              is(c6.outputs[0], {{0, 1}, {2}, {}, {}}) && !c6.outputs[0].is_partial());
+constexpr auto c7 = matmul::infer_forward(
+    {co(m3, {512, 48, 32, 64}, {{0}, {}, {1, 2}, {}}), co(m3, {1, 32, 48}, {{}, {}, {2}})}, tn, phi);
+static_assert(is(c7.inputs[0], {{0}, {}, {1}, {}}) && is(c7.inputs[1], {{}, {1}, {2}}) &&
+              is(c7.outputs[0], {{0}, {}, {}, {2}}) && c7.outputs[0].partial_dims() == mesh_dims{1});
+constexpr auto c8 = matmul::infer_forward(
+    {co(m3, {512, 48, 64, 32}, {{0}, {}, {1, 2}, {}}), co(m3, {1, 48, 32}, {{}, {0}, {}})}, nt, phi);
+static_assert(is(c8.inputs[0], {{0}, {}, {1, 2}, {}}) && is(c8.inputs[1], {{}, {}, {}}) &&
+              is(c8.outputs[0], {{0}, {}, {1, 2}, {}}) && !c8.outputs[0].is_partial());
+constexpr auto c9 = matmul::infer_forward(
+    {co(m3, {512, 48, 32, 64}, {{}, {}, {0, 1}, {2}}), co(m3, {1, 48, 32}, {{}, {0, 1}, {2}})}, tt, phi);
+static_assert(is(c9.inputs[0], {{}, {}, {}, {2}}) && is(c9.inputs[1], {{}, {0, 1}, {}}) &&
+              is(c9.outputs[0], {{}, {}, {2}, {0, 1}}) && !c9.outputs[0].is_partial());
+// two mesh dims on k: an error under fluid, a co-shard under phi (the mesh dim of 3 first: more
+// shards), cut back to what divides k
+static_assert(!matmul::try_infer_forward({spec({64, 48}, {-1, 0}), spec({48, 48}, {1, -1})}));
+static_assert(is(matmul::infer_forward({spec({64, 48}, {-1, 0}), spec({48, 48}, {1, -1})}, nn, phi).inputs[0],
+                 {{}, {1, 0}}));
+static_assert(is(matmul::infer_forward({spec({64, 32}, {-1, 0}), spec({32, 48}, {1, -1})}, nn, phi).inputs[0],
+                 {{}, {}}));  // 32 splits neither 6 nor 3 ways
+// k of two sizes does not broadcast (phi checks it; fluid does not look)
+static_assert(matmul::try_infer_forward({spec({64, 32}, {-1, -1}), spec({16, 48}, {-1, -1})}, nn, phi).kind() ==
+              error_kind::precondition_not_met);
+static_assert(matmul::try_infer_forward({spec({64, 32}, {-1, -1}), spec({16, 48}, {-1, -1})}));
+// backward: the output alone, merged without resolving conflicts; k replicated
+constexpr auto back = matmul::infer_backward({co(m3, {64, 32}, {{}, {}}), co(m3, {32, 48}, {{}, {}})},
+                                             {co(m3, {64, 48}, {{0, 1}, {2}})}, nn, phi);
+static_assert(is(back.inputs[0], {{0, 1}, {}}) && is(back.inputs[1], {{}, {2}}) && is(back.outputs[0], {{0, 1}, {2}}));
+}  // namespace phi_cases

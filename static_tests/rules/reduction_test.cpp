@@ -234,3 +234,38 @@ constexpr auto fro_bad = frobenius_norm::try_infer_forward({x}, {.axis = {3}});
 static_assert(fro_bad.kind() == error_kind::invalid_argument && fro_bad.error().op == "frobenius_norm");
 static_assert(!frobenius_norm::try_infer_forward({x, x}));
 static_assert(!frobenius_norm::try_infer_backward({x}, {spec({4, 8, 16}, {-1, -1, -1})}, {.axis = {1}}));
+
+// ==== phi: co-shard reduced axes, and x always whole ==================================================
+namespace phi_cases {
+using ctspmd::rules::det;
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m3({2, 2, 2});
+// a co-sharded reduced axis makes the output partial on all its mesh dims, with the operator's type
+constexpr auto co_max =
+    reduction_with<reduce_type::max>::infer_forward({co(m3, {16, 32, 48}, {{0, 1}, {}, {2}})}, {.axis = {0}}, phi);
+static_assert(is(co_max.inputs[0], {{0, 1}, {}, {2}}) && is(co_max.outputs[0], {{}, {2}}) &&
+              co_max.outputs[0].partial_dims() == mesh_dims{0, 1} &&
+              co_max.outputs[0].partial_reduce_type(0) == reduce_type::max);
+// a partial x is required whole under phi, even where the reduction commutes (kept under fluid)
+constexpr auto p_sum = partial_spec({6, 8}, {0, -1}, 1, reduce_type::sum);
+static_assert(!reduction::infer_forward({p_sum}, {.axis = {1}}, phi).inputs[0].is_partial());
+static_assert(!reduction::infer_forward({p_sum}, {.axis = {1}}, phi).outputs[0].is_partial());
+static_assert(reduction::infer_forward({p_sum}, {.axis = {1}}).outputs[0].partial_dims() == mesh_dims{1});
+// Paddle's test_reduction_rule (flat, mesh [2, 3]) under phi
+constexpr auto flat = reduction::infer_forward({spec({96, 24, 48}, {0, 1, -1})}, {.axis = {1, 2}, .keep_dim = true}, phi);
+static_assert(flat.inputs[0].dims_mapping() == dims_mapping{0, 1, -1} &&
+              flat.outputs[0].dims_mapping() == dims_mapping{0, -1, -1} && flat.outputs[0].partial_dims() == mesh_dims{1});
+constexpr auto back = reduction::infer_backward({spec({96, 24, 48}, {-1, -1, -1})}, {spec({96}, {1})}, {.axis = {1, 2}}, phi);
+static_assert(back.inputs[0].dims_mapping() == dims_mapping{1, -1, -1});
+
+// ==== det: the last two dims whole, the output never partial ==============================================
+constexpr auto d = det::infer_forward({spec({4, 3, 3}, {0, 1, -1})});
+static_assert(d.inputs[0].dims_mapping() == dims_mapping{0, -1, -1} && d.outputs[0].dims_mapping() == dims_mapping{0} &&
+              !d.outputs[0].is_partial());
+static_assert(det::infer_backward({spec({4, 3, 3}, {-1, -1, -1})}, {spec({4}, {1})}).inputs[0].dims_mapping() ==
+              dims_mapping{1, -1, -1});
+static_assert(!det::try_infer_backward({spec({4, 3, 3}, {-1, -1, -1})}, {spec({4, 3, 3}, {-1, -1, -1})}));
+static_assert(!det::try_infer_forward({spec({4}, {-1})}));
+}  // namespace phi_cases

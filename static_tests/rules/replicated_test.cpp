@@ -62,3 +62,8 @@ static_assert(
 
 // ---- bad operands ----------------------------------------------------------------------------------
 static_assert(!replicated::try_infer_backward({spec({4}, {-1})}, {dist_tensor_spec({4}, process_mesh({6}))}));
+
+// ==== phi and co-shard: everything replicated alike ===================================================
+static_assert(replicated::infer_forward({dist_tensor_spec({8, 8}, {process_mesh({2, 2}), {{0, 1}, {}}})}, {}, semantics::phi)
+                  .inputs[0]
+                  .dims_mapping() == dims_mapping{-1, -1});

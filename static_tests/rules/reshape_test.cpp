@@ -211,3 +211,70 @@ static_assert(reshape::try_infer_backward({x}, {spec({6, 4}, {-1, -1})}, {.shape
 static_assert(!reshape::try_infer_backward({x}, {}, {.shape = {24}}));
 static_assert(!reshape::try_infer_backward({}, {spec({24}, {-1})}, {.shape = {24}}));
 static_assert(!reshape::try_infer_backward({x}, {spec({24}, {-1}), spec({24}, {-1})}, {.shape = {24}}));
+
+// ==== phi: the co-shard dim transformation (Paddle's reshape_co_shard_spmd_rule_test, mesh [2, 2]) ==
+namespace phi_cases {
+using ctspmd::rules::flatten;
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m22({2, 2});
+/// True if reshaping x (mapping `from`) to `shape` under phi requires x as `x_needs` and gives `out`.
+constexpr bool reshapes(tensor_shape x_shape, multi_dims_mapping from, static_vector<std::int64_t, max_rank> shape,
+                        multi_dims_mapping x_needs, multi_dims_mapping out) {
+  const auto r = reshape::infer_forward({co(m22, x_shape, from)}, {.shape = shape}, phi);
+  return is(r.inputs[0], x_needs) && is(r.outputs[0], out);
+}
+static_assert(reshapes({4, 6, 8}, {{0}, {1}, {}}, {192}, {{0, 1}, {}, {}}, {{0, 1}}));
+static_assert(reshapes({4, 6, 8}, {{}, {0}, {1}}, {192}, {{}, {}, {}}, {{}}));
+static_assert(reshapes({4, 6, 8}, {{0, 1}, {}, {}}, {192}, {{0, 1}, {}, {}}, {{0, 1}}));
+static_assert(reshapes({2, 12, 8}, {{0}, {1}, {}}, {192}, {{0}, {}, {}}, {{0}}));
+static_assert(reshapes({192}, {{0, 1}}, {4, 6, 8}, {{0, 1}}, {{0, 1}, {}, {}}));
+static_assert(reshapes({192}, {{0, 1}}, {6, 4, 8}, {{}}, {{}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{0}, {1}, {}}, {2, 12, 8}, {{0}, {}, {}}, {{0}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{0, 1}, {}, {}}, {2, 12, 8}, {{}, {}, {}}, {{}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{0}, {1}, {}}, {12, 2, 8}, {{0, 1}, {}, {}}, {{0, 1}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{0, 1}, {}, {}}, {12, 2, 8}, {{0, 1}, {}, {}}, {{0, 1}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{0}, {1}, {}}, {8, 6, 4}, {{0, 1}, {}, {}}, {{0, 1}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{}, {0}, {1}}, {8, 6, 4}, {{}, {}, {}}, {{}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{0}, {}, {1}}, {8, 6, 4}, {{0}, {}, {}}, {{0}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{0, 1}, {}, {}}, {8, 6, 4}, {{0, 1}, {}, {}}, {{0, 1}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{}, {}, {0, 1}}, {24, 2, 4}, {{}, {}, {}}, {{}, {}, {}}));
+static_assert(reshapes({4, 6, 8}, {{}, {}, {0, 1}}, {24, 4, 2}, {{}, {}, {0, 1}}, {{}, {0, 1}, {}}));
+// fluid keeps only the first dim's mesh dims through a flatten
+static_assert(is(reshape::infer_forward({co(m22, {4, 6, 8}, {{0}, {1}, {}})}, {.shape = {192}}).outputs[0], {{0}}));
+// partial status passes through under phi too
+constexpr dist_tensor_spec partial_co = [] {
+  tensor_dist_attr a(m22, {{0}, {}});
+  a.set_partial_status({1});
+  return dist_tensor_spec({4, 6}, a);
+}();
+static_assert(reshape::infer_forward({partial_co}, {.shape = {24}}, phi).outputs[0].partial_dims() == mesh_dims{1});
+// backward: the same algorithm from the output
+constexpr auto back = reshape::infer_backward({co(m22, {4, 6, 8}, {{}, {}, {}})}, {co(m22, {192}, {{0, 1}})},
+                                              {.shape = {192}}, phi);
+static_assert(is(back.inputs[0], {{0, 1}, {}, {}}) && is(back.outputs[0], {{0, 1}}));
+
+// ==== flatten: a reshape of [start_axis, stop_axis] into one dim ====================================
+constexpr process_mesh m24({2, 4});
+static_assert(is(flatten::infer_forward({co(m22, {4, 6, 8}, {{0}, {1}, {}})}, {.start_axis = 0, .stop_axis = 1}).outputs[0],
+                 {{0}, {}}));
+static_assert(is(flatten::infer_forward({co(m22, {4, 6, 8}, {{0}, {1}, {}})}, {.start_axis = 0, .stop_axis = 1}, phi)
+                     .outputs[0],
+                 {{0, 1}, {}}));
+// Paddle's test_flatten_rule: everything flattened, [1, 0, -1, -1] on [2, 4]
+constexpr auto all_fluid = flatten::infer_forward({co(m24, {8, 16, 8, 24}, {{1}, {0}, {}, {}})});
+static_assert(is(all_fluid.outputs[0], {{1}}) && is(all_fluid.inputs[0], {{1}, {}, {}, {}}));
+constexpr auto all_phi = flatten::infer_forward({co(m24, {8, 16, 8, 24}, {{1}, {0}, {}, {}})}, {}, phi);
+static_assert(is(all_phi.outputs[0], {{1, 0}}) && is(all_phi.inputs[0], {{1, 0}, {}, {}, {}}));
+// the dims outside the range keep their mappings, even of unknown size
+constexpr auto middle = flatten::infer_forward({co(m24, {-1, 4, 6, 8}, {{0}, {1}, {}, {}})}, {.start_axis = 1, .stop_axis = 2});
+static_assert(is(middle.outputs[0], {{0}, {1}, {}}) && middle.outputs[0].rank() == 3);
+static_assert(flatten::target_of({3, 4, 5}, {.start_axis = 1, .stop_axis = -1})->shape == tensor_shape{3, 20});
+static_assert(flatten::target_of({}, {})->shape == tensor_shape{1});
+static_assert(!flatten::target_of({3, 4, 5}, {.start_axis = 2, .stop_axis = 1}));
+static_assert(!flatten::target_of({3, 4, 5}, {.start_axis = 3, .stop_axis = 3}));
+constexpr auto flat_back = flatten::infer_backward({co(m24, {8, 16, 8}, {{}, {}, {}})}, {co(m24, {8, 128}, {{0}, {1}})},
+                                                   {.start_axis = 1});
+static_assert(is(flat_back.inputs[0], {{0}, {1}, {}}));
+}  // namespace phi_cases

@@ -96,3 +96,30 @@ static_assert(softmax::try_infer_backward({x}, {spec({4, 16, 32}, {-1, -1, -1})}
 static_assert(!softmax::try_infer_backward({x}, {}));
 static_assert(!softmax::try_infer_backward({x, x}, {x}));
 static_assert(!constant_evaluates<[] { return softmax::infer_backward({x}, {spec({4, 16}, {-1, -1})}); }>);
+
+// ==== phi =======================================================================================
+namespace phi_cases {
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m3({2, 2, 2});
+constexpr process_mesh m24({2, 4});
+// Paddle's softmax_co_shard_spmd_rule_test: the axis' whole list goes, a co-shard elsewhere stays
+constexpr auto a0 = softmax::infer_forward({co(m3, {32, 48, 128}, {{0, 1}, {2}, {}})}, {.axis = 0}, phi);
+static_assert(is(a0.inputs[0], {{}, {2}, {}}) && is(a0.outputs[0], {{}, {2}, {}}));
+constexpr auto am3 = softmax::infer_forward({co(m3, {32, 48, 128}, {{0, 1}, {2}, {}})}, {.axis = -3}, phi);
+static_assert(is(am3.outputs[0], {{}, {2}, {}}));
+constexpr auto a1 = softmax::infer_forward({co(m3, {32, 48, 128}, {{0, 1}, {2}, {}})}, {.axis = 1}, phi);
+static_assert(is(a1.inputs[0], {{0, 1}, {}, {}}) && is(a1.outputs[0], {{0, 1}, {}, {}}));
+// Paddle's test_softmax_rule (flat mappings, mesh [2, 4])
+static_assert(is(softmax::infer_forward({co(m24, {8, 16, 48}, {{1}, {}, {0}})}, {.axis = -1}, phi).outputs[0],
+                 {{1}, {}, {}}));
+static_assert(is(softmax::infer_forward({co(m24, {8, 16, 48}, {{}, {1}, {0}})}, {.axis = 1}, phi).outputs[0],
+                 {{}, {}, {0}}));
+constexpr auto rev = softmax::infer_backward({co(m24, {8, 16, 48}, {{}, {}, {}})}, {co(m24, {8, 16, 48}, {{}, {1}, {0}})},
+                                             {.axis = -2}, phi);
+static_assert(is(rev.inputs[0], {{}, {}, {0}}) && is(rev.outputs[0], {{}, {}, {0}}));
+// a shard that does not divide its dim is dropped under phi (kept under fluid)
+static_assert(is(softmax::infer_forward({co(m24, {6, 8}, {{1}, {}})}, {}, phi).inputs[0], {{}, {}}));
+static_assert(is(softmax::infer_forward({co(m24, {6, 8}, {{1}, {}})}).inputs[0], {{1}, {}}));
+}  // namespace phi_cases

@@ -156,3 +156,19 @@ static_assert(split::try_infer_backward({x}, {spec({6, 4}, {-1, -1})}).error().v
 static_assert(!split::try_infer_backward({}, {spec({6, 4}, {-1, -1}), spec({6, 4}, {-1, -1})}, halves));
 static_assert(!split::try_infer_backward({x}, {spec({6, 4}, {-1, -1}), spec({6, 4}, {-1, -1})}, {.num = 2, .axis = 5}));
 static_assert(!constant_evaluates<[] { return split::infer_backward({x}, {spec({6, 4}, {-1, -1})}, halves); }>);
+
+// ==== phi and co-shard ===============================================================================
+namespace phi_cases {
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m22({2, 2});
+constexpr auto co_split = split::infer_forward({co(m22, {8, 16}, {{0, 1}, {}})}, {.num = 2, .axis = 1}, phi);
+static_assert(co_split.outputs.size() == 2 && is(co_split.outputs[1], {{0, 1}, {}}) && is(co_split.inputs[0], {{0, 1}, {}}));
+static_assert(is(split::infer_forward({co(m22, {8, 16}, {{}, {0, 1}})}, {.num = 2, .axis = 1}, phi).inputs[0], {{}, {}}));
+// split only selects elements: partial status stays (phi drops it on the outputs; we keep it, as under fluid)
+static_assert(split::infer_forward({partial_x}, {.num = 2, .axis = 0}, phi).outputs[1].is_partial());
+constexpr auto back = split::infer_backward({co(m22, {8, 16}, {{}, {}})}, {co(m22, {8, 8}, {{1}, {}}), co(m22, {8, 8}, {{}, {0}})},
+                                            {.num = 2, .axis = 1}, phi);
+static_assert(is(back.inputs[0], {{1}, {}}) && is(back.outputs[0], {{1}, {}}));
+}  // namespace phi_cases

@@ -97,3 +97,29 @@ static_assert(!transpose::try_infer_backward({x_repl, x_repl}, {spec({8, 2, 4}, 
 static_assert(!constant_evaluates<[] {
   return transpose::infer_backward({x_repl}, {spec({8, 2}, {-1, -1})}, {.perm = {2, 0, 1}});
 }>);
+
+// ==== phi: co-shard lists move with their dims; partial status carried forward ===================
+namespace phi_cases {
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+constexpr process_mesh m22({2, 2});
+// Paddle's transpose_co_shard_spmd_rule_test
+constexpr auto t1 = transpose::infer_forward({co(m22, {64, 48, 36, 24}, {{0, 1}, {}, {}, {}})}, {.perm = {1, 0, 2, 3}}, phi);
+static_assert(is(t1.inputs[0], {{0, 1}, {}, {}, {}}) && is(t1.outputs[0], {{}, {0, 1}, {}, {}}));
+static_assert(is(transpose::infer_forward({co(m22, {64, 48, 36, 24}, {{}, {}, {0, 1}, {}})}, {.perm = {0, 2, 3, 1}}, phi)
+                     .outputs[0],
+                 {{}, {0, 1}, {}, {}}));
+static_assert(is(transpose::infer_forward({co(m22, {64, 48, 36, 24}, {{}, {}, {0, 1}, {}})}, {.perm = {-1, 0, -2, 1}}, phi)
+                     .outputs[0],
+                 {{}, {}, {0, 1}, {}}));
+// partial x: phi keeps it on x and the output; fluid requires x whole
+constexpr auto p_phi = transpose::infer_forward({partial_spec({4, 6}, {0, -1}, 1)}, {.perm = {1, 0}}, phi);
+static_assert(p_phi.inputs[0].partial_dims() == mesh_dims{1} && p_phi.outputs[0].partial_dims() == mesh_dims{1} &&
+              p_phi.outputs[0].dims_mapping() == dims_mapping{-1, 0});
+static_assert(!transpose::infer_forward({partial_spec({4, 6}, {0, -1}, 1)}, {.perm = {1, 0}}).outputs[0].is_partial());
+// backward infers no partial status
+static_assert(!transpose::infer_backward({spec({4, 6}, {-1, -1})}, {partial_spec({6, 4}, {-1, 0}, 1)}, {.perm = {1, 0}}, phi)
+                   .inputs[0]
+                   .is_partial());
+}  // namespace phi_cases

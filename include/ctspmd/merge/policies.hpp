@@ -38,6 +38,11 @@ struct co_shard_options {
   bool merge_conflicts = true;      ///< a mesh dim claimed by two axes: resolve (else an error)
   bool size_one_unsharded = false;  ///< read a size-1 dim as `'1'` (never sharded)
   bool check_sizes = false;         ///< two known sizes of one axis that do not broadcast: an error
+  /// (`merge_co_shard`) Drop the union's last mesh dims while they do not divide the axis, even
+  /// those of a single proposal (phi's vector merge: matmul, softmax); otherwise a proposal is
+  /// kept as it is and the union only adds what keeps the axis divisible (phi's rules that
+  /// still merge one mesh dim per axis never drop a given sharding).
+  bool drop_indivisible = false;
 };
 
 namespace detail {
@@ -136,8 +141,10 @@ constexpr status largest_axis_wins(axis_to_dim_map& map, const axis_table& table
 /// 1. Per axis, the non-empty proposals are sorted (more mesh dims first, then more shards,
 ///    then lexicographically) and unioned in that order: each list appends the mesh dims the
 ///    union lacks. Two different mesh dims for one axis become a co-shard, not an error.
-/// 2. The axis' size is the broadcast of its dims' sizes; while the union's shard count does not
-///    divide it, its last mesh dim is dropped.
+/// 2. The axis' size is the broadcast of its dims' sizes. With `drop_indivisible`, while the
+///    union's shard count does not divide it, its last mesh dim is dropped; without, the first
+///    proposal is kept as it is and a later one's mesh dim is added only if the count still
+///    divides the size.
 /// 3. A mesh dim that shards several axes stays with the largest (`largest_axis_wins`).
 /// Every axis seen gets an entry; `'1'` positions (and size-1 dims with `size_one_unsharded`)
 /// propose nothing.
@@ -166,9 +173,12 @@ constexpr status merge_co_shard(axis_to_dim_map& map, std::size_t count, Labels 
     }
     mesh_dim_list u;
     for (std::size_t p = 0; p < n; ++p)
-      for (std::size_t k = 0; k < proposals[p].size(); ++k)
-        if (!u.contains(proposals[p][k])) u.push_back(proposals[p][k]);
-    while (!u.empty() && !detail::divides(u, table.size_of(a), mesh)) u.pop_back();
+      for (std::size_t k = 0; k < proposals[p].size(); ++k) {
+        if (u.contains(proposals[p][k])) continue;
+        u.push_back(proposals[p][k]);
+        if (!o.drop_indivisible && p > 0 && !detail::divides(u, table.size_of(a), mesh)) u.pop_back();
+      }
+    while (o.drop_indivisible && !u.empty() && !detail::divides(u, table.size_of(a), mesh)) u.pop_back();
     map.set(a, u);
   }
   return detail::largest_axis_wins(map, table, mesh, o.merge_conflicts);

@@ -98,7 +98,8 @@ constexpr status einsum_forward(spmd_info& info, std::span<const std::string_vie
                                 std::string_view contracted, spec_span in, bool merge_conflicts, semantics s) {
   CTSPMD_TRY(check_operands(inputs, in));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_operands(map, inputs, in, s, {merge_conflicts, /*size_one_unsharded=*/true, /*check_sizes=*/true}));
+  CTSPMD_TRY(merge_operands(map, inputs, in, s,
+                            {merge_conflicts, /*size_one_unsharded=*/true, /*check_sizes=*/true, /*drop_indivisible=*/true}));
   push_inputs(info, inputs, in, map);
   // Labels the merge dropped from every input (size 1 everywhere) give -1. No mesh dim
   // shards two labels after the merge, so the contracted labels' mesh dims are the partial ones.
@@ -121,7 +122,7 @@ constexpr status einsum_backward(spmd_info& info, std::span<const std::string_vi
   CTSPMD_TRY(check_operands(inputs, in));
   CTSPMD_TRY(check_operands(std::span<const std::string_view, 1>(&output, 1), out, /*outputs=*/true));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_operand(map, output, out[0], s, {/*merge_conflicts=*/false}));
+  CTSPMD_TRY(merge_operand(map, output, out[0], s, {/*merge_conflicts=*/false, false, false, /*drop_indivisible=*/true}));
   push_inputs(info, inputs, in, map);
   info.outputs.push_back(out[0].dist_attr());
   return {};

@@ -93,6 +93,7 @@ struct merge_options {
   bool merge_conflicts = true;      ///< resolve a mesh dim claimed by two axes (else an error)
   bool size_one_unsharded = false;  ///< read a size-1 dim as `'1'`
   bool check_sizes = false;         ///< (phi policies) sizes of one axis must broadcast
+  bool drop_indivisible = false;    ///< (co_shard) drop mesh dims that do not divide their axis
 };
 
 /// Merges into `map` the shardings of `specs` labelled `labels` (one label string per spec, of
@@ -105,7 +106,7 @@ constexpr status merge_specs(axis_to_dim_map& map, std::span<const std::string_v
   const auto label = [&](std::size_t t) { return labels[t]; };
   const auto size = [&](std::size_t t, std::size_t i) { return specs[t].shape()[i]; };
   const process_mesh& mesh = specs.empty() ? process_mesh::empty() : specs[0].process_mesh();
-  const co_shard_options co{o.merge_conflicts, o.size_one_unsharded, o.check_sizes};
+  const co_shard_options co{o.merge_conflicts, o.size_one_unsharded, o.check_sizes, o.drop_indivisible};
   switch (policy) {
     case merge_policy::co_shard: return merge_co_shard(map, labels.size(), label, list, size, mesh, co);
     case merge_policy::elementwise: return merge_elementwise(map, labels.size(), label, list, size, mesh, co);

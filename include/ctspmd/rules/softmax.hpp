@@ -77,7 +77,7 @@ struct softmax : rule_base<softmax, softmax_attributes> {
     axes_string labels(*letters);
     if (rank > 0) labels[static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis)] = broadcast_label;
     axis_to_dim_map map;
-    CTSPMD_TRY(merge_operand(map, labels, from, s, {/*merge_conflicts=*/false}));
+    CTSPMD_TRY(merge_operand(map, labels, from, s, {/*merge_conflicts=*/false, false, false, /*drop_indivisible=*/true}));
     push(info.inputs, x.dist_attr(), labels, map);
     push(info.outputs, from.dist_attr(), labels, map);
     return {};
