@@ -77,8 +77,9 @@ void by_name_embedding(benchmark::State& state) {
 }
 
 paddle_style::spec baseline_spec(const dist_tensor_spec& s) {
+  const dims_mapping dm = s.dims_mapping();  // a value: one copy for begin() and end()
   return {std::vector<std::int64_t>(s.shape().begin(), s.shape().end()),
-          {{2, 3}, std::vector<std::int64_t>(s.dims_mapping().begin(), s.dims_mapping().end()), {}, 0}};
+          {{2, 3}, std::vector<std::int64_t>(dm.begin(), dm.end()), {}, 0}};
 }
 void baseline_matmul(benchmark::State& state) {
   const std::vector<paddle_style::spec> in{baseline_spec(mm_x), baseline_spec(mm_y)};

@@ -57,7 +57,8 @@ bool is_kind(const json& k) {
 }
 
 /// One ATTR of a success response: {"dims_mapping": [...], "partial": [...], "partial_reduce": [...]},
-/// of `rank` dims (unless -1) on a mesh of `mesh_ndim` dims.
+/// of `rank` dims (unless -1) on a mesh of `mesh_ndim` dims. The dims mapping is flat, or nested
+/// (a list of mesh dims per dim) when some dim has several.
 void check_attr_json(const json& a, std::int64_t rank, std::int64_t mesh_ndim, std::string_view line) {
   if (!a.is_object() || a.size() != 3 || !a.contains("dims_mapping") || !a.contains("partial") ||
       !a.contains("partial_reduce"))
@@ -69,16 +70,27 @@ void check_attr_json(const json& a, std::int64_t rank, std::int64_t mesh_ndim, s
     fail("a response attribute has malformed lists", line);
   if (rank >= 0 && static_cast<std::int64_t>(dm.size()) != rank) fail("a response dims mapping has the wrong rank", line);
   std::vector<std::int64_t> used;
+  const bool nested = !dm.empty() && dm.front().is_array();
+  bool co_sharded = false;
+  const auto use = [&](const json& e, bool in_list) {
+    if (!e.is_number_integer()) fail("a response dims mapping entry is not an integer", line);
+    const auto m = e.get<std::int64_t>();
+    if (m < (in_list ? 0 : -1) || m >= mesh_ndim) fail("a response dims mapping entry is not a mesh dim", line);
+    if (m == -1) return;
+    for (auto u : used)
+      if (u == m) fail("a response dims mapping uses a mesh dim twice", line);
+    used.push_back(m);
+  };
   for (const auto& d : dm) {
-    if (!d.is_number_integer()) fail("a response dims mapping entry is not an integer", line);
-    const auto m = d.get<std::int64_t>();
-    if (m < -1 || m >= mesh_ndim) fail("a response dims mapping entry is not -1 or a mesh dim", line);
-    if (m != -1) {
-      for (auto u : used)
-        if (u == m) fail("a response dims mapping uses a mesh dim twice", line);
-      used.push_back(m);
+    if (nested != d.is_array()) fail("a response dims mapping mixes lists and integers", line);
+    if (!nested) {
+      use(d, false);
+      continue;
     }
+    co_sharded = co_sharded || d.size() > 1;
+    for (const auto& e : d) use(e, true);
   }
+  if (nested && !co_sharded) fail("a response dims mapping is nested without a co-shard", line);
   std::int64_t previous = -1;
   for (const auto& p : partial) {
     if (!p.is_number_integer()) fail("a response partial dim is not an integer", line);
@@ -219,6 +231,8 @@ std::int64_t tensor_size(FuzzedDataProvider& fdp) {
 struct raw_operand {
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> mapping;
+  std::vector<std::vector<std::int64_t>> lists;                  // the mapping, when `nested`
+  bool nested = false;                                           // a co-shard mapping: per dim its mesh dims
   bool has_mapping = true;                                       // false: absent in JSON, all -1 directly
   std::vector<std::pair<std::int64_t, ctspmd::reduce_type>> partial;
   bool explicit_reduce = true;                                   // JSON: write "partial_reduce"
@@ -228,6 +242,7 @@ struct raw_operand {
 struct raw_call {
   std::string op;
   bool forward = true;
+  bool phi = false;  // the semantics
   std::vector<std::int64_t> mesh;
   std::vector<raw_operand> inputs, outputs;
   rt::attribute_map attrs;
@@ -237,9 +252,14 @@ ctspmd::tensor_shape to_shape(const std::vector<std::int64_t>& v) { return ctspm
 
 ctspmd::dist_tensor_spec make_spec(const raw_operand& o, const ctspmd::process_mesh& mesh) {
   const ctspmd::process_mesh own = o.other_mesh ? ctspmd::process_mesh(to_shape(*o.other_mesh)) : mesh;
-  const ctspmd::dims_mapping mapping =
-      o.has_mapping ? ctspmd::dims_mapping(o.mapping) : ctspmd::dims_mapping(o.shape.size(), -1);
-  ctspmd::tensor_dist_attr attr(own, mapping);
+  ctspmd::tensor_dist_attr attr(own);
+  if (o.nested) {
+    ctspmd::multi_dims_mapping multi;
+    for (const auto& l : o.lists) multi.push_back(ctspmd::mesh_dims(l));
+    attr.set_dims_mapping(multi);
+  } else {
+    attr.set_dims_mapping(o.has_mapping ? ctspmd::dims_mapping(o.mapping) : ctspmd::dims_mapping(o.shape.size(), -1));
+  }
   for (const auto& [m, type] : o.partial) attr.set_partial_status({m}, type);
   return {to_shape(o.shape), attr};
 }
@@ -295,11 +315,32 @@ void decode_layout(FuzzedDataProvider& fdp, raw_operand& o, std::size_t mesh_ndi
   const bool raw = mode == 14;
   std::vector<bool> used(mesh_ndim, false);
   if (hint != nullptr && mode < 8) {  // the hint, as it is
-    o.mapping.assign(hint->dims_mapping().begin(), hint->dims_mapping().end());
-    for (auto m : o.mapping)
-      if (m >= 0 && m < ndim) used[static_cast<std::size_t>(m)] = true;
+    o.nested = hint->is_co_sharded();
+    for (std::size_t d = 0; d < hint->rank(); ++d) {
+      const auto list = hint->mesh_dims_of(d);
+      o.lists.emplace_back(list.begin(), list.end());
+      o.mapping.push_back(list.empty() ? -1 : list[0]);
+      for (auto m : list)
+        if (m >= 0 && m < ndim) used[static_cast<std::size_t>(m)] = true;
+    }
+    if (!o.nested) o.lists.clear();
     for (auto m : hint->partial_dims()) o.partial.emplace_back(m, hint->partial_reduce_type(m));
     if (!fdp.ConsumeBool()) return;  // or with more partial dims below
+  } else if (mode == 12 || mode == 13) {  // a co-shard mapping: each dim takes a few free mesh dims
+    o.nested = true;
+    std::size_t length = o.shape.size();
+    if (raw && fdp.ConsumeBool()) length = fdp.ConsumeIntegralInRange<std::size_t>(0, ctspmd::max_rank + 1);
+    for (std::size_t i = 0; i < length; ++i) {
+      auto& list = o.lists.emplace_back();
+      const std::size_t n = mesh_ndim == 0 ? 0 : fdp.ConsumeIntegralInRange<std::size_t>(0, std::min<std::size_t>(mesh_ndim, 3));
+      for (std::size_t k = 0; k < n; ++k) {
+        std::int64_t m = fdp.ConsumeIntegralInRange<std::int64_t>(0, ndim - 1);
+        if (rare(fdp, 32)) m = interesting_int(fdp);  // invalid, sometimes
+        else if (used[static_cast<std::size_t>(m)]) continue;
+        if (m >= 0 && m < ndim) used[static_cast<std::size_t>(m)] = true;
+        list.push_back(m);
+      }
+    }
   } else if (mode == 15) {
     o.has_mapping = false;
   } else {
@@ -469,16 +510,16 @@ void decode_attrs(FuzzedDataProvider& fdp, const rt::rule_entry* entry, raw_call
   }
 }
 
-/// How many inputs and outputs the rule of `op` takes (a guess for the n-ary ones).
+/// How many inputs and outputs the rule of `op` takes: from its declared operand counts (a few
+/// more than the least for a variadic side).
 std::pair<std::size_t, std::size_t> usual_counts(FuzzedDataProvider& fdp, std::string_view op) {
   const auto* e = rt::find_rule(op);
   if (e == nullptr) return {1, 1};
-  auto is = [&](std::string_view name) { return e->forward == rt::rule(name).forward; };
-  if (is("matmul") || is("embedding")) return {2, 1};
-  if (is("layer_norm")) return {3, 3};
-  if (is("cross_entropy_with_softmax")) return {2, 2};
-  if (is("add") || is("concat") || is("einsum") || is("replicated")) return {fdp.ConsumeIntegralInRange<std::size_t>(1, 3), 1};
-  return {1, 1};
+  const auto usual = [&](ctspmd::operand_count c) {
+    const std::size_t least = std::max<std::size_t>(c.min, 1);
+    return fdp.ConsumeIntegralInRange<std::size_t>(least, std::min<std::size_t>(c.max, least + 2));
+  };
+  return {usual(e->inputs), usual(e->outputs)};
 }
 
 /// The number of operands: usually `usual`.
@@ -501,7 +542,7 @@ void decode_outputs(FuzzedDataProvider& fdp, raw_call& call, std::size_t usual) 
       const ctspmd::process_mesh mesh(to_shape(call.mesh));
       std::vector<ctspmd::dist_tensor_spec> in;
       for (const auto& o : call.inputs) in.push_back(make_spec(o, mesh));
-      forward = rt::infer_forward(call.op, in, call.attrs);
+      forward = rt::infer_forward(call.op, in, call.attrs, call.phi ? ctspmd::semantics::phi : ctspmd::semantics::fluid);
     } catch (const ctspmd::spmd_error&) {
     }
   }
@@ -510,7 +551,7 @@ void decode_outputs(FuzzedDataProvider& fdp, raw_call& call, std::size_t usual) 
     for (std::size_t i = 0; i < n_out; ++i) {
       const ctspmd::tensor_dist_attr* hint = i < forward->outputs.size() ? &forward->outputs[i] : nullptr;
       raw_operand o;
-      const std::size_t rank = hint != nullptr ? hint->dims_mapping().size() : 1;
+      const std::size_t rank = hint != nullptr ? hint->rank() : 1;
       const auto& x = call.inputs.empty() ? std::vector<std::int64_t>{} : call.inputs.front().shape;
       switch (fdp.ConsumeIntegralInRange<int>(0, 3)) {
         case 0: o.shape.assign(rank, -1); break;  // sizes unknown: accepted by every size check
@@ -550,6 +591,7 @@ raw_call decode_call(FuzzedDataProvider& fdp) {
   }
   if (entry != nullptr) call.op = std::string(entry->name);
   call.forward = !fdp.ConsumeBool();
+  call.phi = fdp.ConsumeBool();
   call.mesh = decode_mesh(fdp);
   const auto [usual_in, usual_out] = usual_counts(fdp, call.op);
   const std::size_t n_in = decode_count(fdp, usual_in);
@@ -565,13 +607,11 @@ void check_info(const ctspmd::spmd_info& info, const ctspmd::process_mesh& mesh,
                 std::span<const ctspmd::dist_tensor_spec> out, bool forward) {
   auto check_attr = [&](const ctspmd::tensor_dist_attr& a, std::int64_t rank) {
     if (!(a.process_mesh() == mesh)) fail("a result attribute is on another mesh", "");
-    if (rank >= 0 && static_cast<std::int64_t>(a.dims_mapping().size()) != rank)
-      fail("a result dims mapping has the wrong rank", "");
-    if (!ctspmd::tensor_dist_attr::check(mesh, a.dims_mapping())) fail("a result dims mapping is invalid", "");
+    if (rank >= 0 && static_cast<std::int64_t>(a.rank()) != rank) fail("a result dims mapping has the wrong rank", "");
+    if (!ctspmd::tensor_dist_attr::check(mesh, a.multi_dims_mapping())) fail("a result dims mapping is invalid", "");
     for (auto m : a.partial_dims()) {
       if (m < 0 || m >= mesh.ndim()) fail("a result partial dim is not a mesh dim", "");
-      for (auto d : a.dims_mapping())
-        if (d == m) fail("a result mesh dim is both sharding and partial", "");
+      if (a.sharded_tensor_dim(m) != -1) fail("a result mesh dim is both sharding and partial", "");
       (void)a.partial_reduce_type(m);
     }
   };
@@ -591,7 +631,10 @@ struct direct_outcome {
 
 json operand_json(const raw_operand& o) {
   json j = {{"shape", o.shape}};
-  if (o.has_mapping) j["dims_mapping"] = o.mapping;
+  if (o.nested)
+    j["dims_mapping"] = o.lists;
+  else if (o.has_mapping)
+    j["dims_mapping"] = o.mapping;
   if (!o.partial.empty()) {
     json dims = json::array(), reduce = json::array();
     for (const auto& [m, type] : o.partial) {
@@ -607,7 +650,10 @@ json operand_json(const raw_operand& o) {
 
 /// The call as a request-like JSON object (exact except for non-finite floats).
 json describe(const raw_call& call) {
-  json j = {{"op", call.op}, {"direction", call.forward ? "forward" : "backward"}, {"mesh", call.mesh}};
+  json j = {{"op", call.op},
+            {"direction", call.forward ? "forward" : "backward"},
+            {"semantics", call.phi ? "phi" : "fluid"},
+            {"mesh", call.mesh}};
   j["inputs"] = json::array();
   for (const auto& o : call.inputs) j["inputs"].push_back(operand_json(o));
   if (!call.forward) {
@@ -627,8 +673,10 @@ direct_outcome call_direct(const raw_call& call) {
     std::vector<ctspmd::dist_tensor_spec> in, out;
     for (const auto& o : call.inputs) in.push_back(make_spec(o, mesh));
     for (const auto& o : call.outputs) out.push_back(make_spec(o, mesh));
+    const auto semantics = call.phi ? ctspmd::semantics::phi : ctspmd::semantics::fluid;
     auto run = [&] {
-      return call.forward ? rt::infer_forward(call.op, in, call.attrs) : rt::infer_backward(call.op, in, out, call.attrs);
+      return call.forward ? rt::infer_forward(call.op, in, call.attrs, semantics)
+                          : rt::infer_backward(call.op, in, out, call.attrs, semantics);
     };
     r.from_rule = true;
     r.info = run();
@@ -664,6 +712,7 @@ std::optional<std::string> to_request(const raw_call& call, FuzzedDataProvider& 
   json request = json::object();
   request["op"] = call.op;
   if (!call.forward || fdp.ConsumeBool()) request["direction"] = call.forward ? "forward" : "backward";
+  if (call.phi || fdp.ConsumeBool()) request["semantics"] = call.phi ? "phi" : "fluid";
   request["mesh"] = call.mesh;
   auto operands = [&](const std::vector<raw_operand>& list) -> std::optional<json> {
     json out = json::array();

@@ -6,6 +6,7 @@
 
 #include "check_error.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -101,4 +102,32 @@ TEST_CASE("operands are validated when they are built") {
         a.set_partial_status({2});
       },
       error_kind::invalid_argument, "partial dim 2 is not a mesh dim in [0, 2)");
+}
+
+TEST_CASE("phi's attribute names are accepted beside fluid's") {
+  const std::vector<dist_tensor_spec> x{spec({8, 6}, {0, 1})};
+  CHECK(runtime::infer_forward("sum", x, {{"axis", std::vector<std::int64_t>{1}}, {"keepdim", true}}) ==
+        rules::reduction::infer_forward(x, {.axis = {1}, .keep_dim = true}));
+  check_error([&] { runtime::infer_forward("sum", x, {{"keep_dim", true}, {"keepdim", false}}); },
+              error_kind::invalid_argument, "sum: attribute 'keep_dim' is also given as 'keepdim'");
+  const auto listed = runtime::rule("sum").attributes();
+  CHECK(std::any_of(listed.begin(), listed.end(), [](const auto& a) { return a.name == "keep_dim" && a.alias == "keepdim"; }));
+}
+
+TEST_CASE("an attribute error names the operator and the attribute") {
+  const std::vector<dist_tensor_spec> x{spec({8, 6}, {0, 1})};
+  check_error([&] { runtime::infer_forward("sum", x, {{"axis", std::vector<std::int64_t>(20, 0)}}); },
+              error_kind::invalid_argument, "sum: attribute 'axis' has 20 entries, above the 9 it can hold");
+  check_error([&] { runtime::infer_forward("max", x, {{"reduce", std::string("median")}}); }, error_kind::invalid_argument,
+              "max: attribute 'reduce' must be reduce type (sum, max, min, prod, avg, any, all), not \"median\"");
+}
+
+TEST_CASE("a by-name call takes the semantics") {
+  const process_mesh m3({2, 2, 2});
+  const std::vector<dist_tensor_spec> in{{{64, 32}, {m3, {{0}, {1}}}}, {{32, 48}, {m3, {{2}, {0}}}}};
+  CHECK(runtime::infer_forward("matmul", in, {}, semantics::phi) == rules::matmul::infer_forward(in, {}, semantics::phi));
+  CHECK_THROWS_AS(runtime::infer_forward("matmul", in), spmd_error);  // k on two mesh dims: fluid refuses
+  const std::vector<dist_tensor_spec> out{{{64, 48}, {m3, {{0, 1}, {2}}}}};
+  CHECK(runtime::infer_backward("matmul", in, out, {}, semantics::phi) ==
+        rules::matmul::infer_backward(in, out, {}, semantics::phi));
 }

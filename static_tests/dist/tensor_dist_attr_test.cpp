@@ -86,3 +86,41 @@ static_assert(!constant_evaluates<[] {
   t.clean_partial_dims({1});  // not partial
 }>);
 static_assert(!constant_evaluates<[] { return tensor_dist_attr(mesh, {-1}).partial_reduce_type(0); }>);
+
+// ---- co-shard: per tensor dim a list of mesh dims, major first ---------------------------------
+constexpr tensor_dist_attr cs(mesh, {{2, 0}, {}, {1}});
+static_assert(cs.multi_dims_mapping() == multi_dims_mapping{{2, 0}, {}, {1}} && cs.rank() == 3 && cs.is_co_sharded());
+static_assert(cs.mesh_dims_of(0) == mesh_dims{2, 0} && cs.mesh_dims_of(1).empty());
+static_assert(cs.sharded_tensor_dim(0) == 0 && cs.sharded_tensor_dim(2) == 0 && cs.sharded_tensor_dim(1) == 2);
+// the order is part of the layout
+static_assert(!(cs == tensor_dist_attr(mesh, {{0, 2}, {}, {1}})));
+// the flat form as a view: one mesh dim per tensor dim
+static_assert(tensor_dist_attr(mesh, {{0}, {}, {1}}) == tensor_dist_attr(mesh, {0, -1, 1}));
+static_assert(tensor_dist_attr(mesh, {0, -1, 1}).multi_dims_mapping() == multi_dims_mapping{{0}, {}, {1}});
+static_assert(!tensor_dist_attr(mesh, {0, -1, 1}).is_co_sharded());
+static_assert(!constant_evaluates<[] { return cs.dims_mapping(); }>);  // a co-shard has no flat form
+static_assert(tensor_dist_attr(mesh, {}).rank() == 0);
+// partial beside a co-shard, on the other mesh dims only
+static_assert([] {
+  tensor_dist_attr t(process_mesh({2, 2, 2}), {{0, 2}, {}});
+  t.set_partial_status({1});
+  return t.partial_dims() == mesh_dims{1};
+}());
+static_assert(!constant_evaluates<[] {
+  tensor_dist_attr t(process_mesh({2, 2, 2}), {{0, 2}, {}});
+  t.set_partial_status({2});  // mesh dim 2 shards tensor dim 0
+}>);
+// replacing a co-shard by a flat mapping leaves nothing of it
+static_assert([] {
+  tensor_dist_attr t = cs;
+  t.set_dims_mapping(dims_mapping{-1, 0, 1});
+  return t == tensor_dist_attr(mesh, {-1, 0, 1}) && !t.is_co_sharded();
+}());
+// invalid co-shards: a mesh dim twice (in one list or two), out of range, -1 in a list
+static_assert(tensor_dist_attr::check(mesh, {{0, 0}}).error().values == std::array<std::int64_t, 4>{0, 0, 0, 0});
+static_assert(tensor_dist_attr::check(mesh, {{0}, {1, 0}}).error().values == std::array<std::int64_t, 4>{0, 0, 1, 0});
+static_assert(!tensor_dist_attr::check(mesh, {{3}}));
+static_assert(!tensor_dist_attr::check(mesh, {{-1}}));
+static_assert(!constant_evaluates<[] { return tensor_dist_attr(mesh, {{1}, {1}}); }>);
+// compact: the mesh, a byte per tensor dim and three per mesh dim (the lists' links, partial)
+static_assert(sizeof(tensor_dist_attr) <= 48);

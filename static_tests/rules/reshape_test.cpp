@@ -278,3 +278,5 @@ constexpr auto flat_back = flatten::infer_backward({co(m24, {8, 16, 8}, {{}, {},
                                                    {.start_axis = 1});
 static_assert(is(flat_back.inputs[0], {{0}, {1}, {}}));
 }  // namespace phi_cases
+// flattened sizes whose product overflows int64 are an error, not undefined behaviour (found by fuzzing)
+static_assert(!phi_cases::flatten::target_of({std::int64_t{1} << 62, 4}, {}));

@@ -102,6 +102,23 @@ inline ctspmd::runtime::attribute to_attribute(const json& v, const std::string&
   }
 }
 
+/// True if `v` is a nested dims mapping (`[[0, 1], []]`): a non-empty array of arrays.
+inline bool is_nested(const json& v) { return v.is_array() && !v.empty() && v.front().is_array(); }
+
+/// A nested dims mapping: per tensor dim, the array of its mesh dims, major first.
+inline ctspmd::multi_dims_mapping to_multi(const json& v, const std::string& what) {
+  const std::string field = what + ".dims_mapping";
+  if (v.size() > ctspmd::max_rank)
+    bad_request(field + " has " + std::to_string(v.size()) + " entries, above max_rank = " + std::to_string(ctspmd::max_rank));
+  ctspmd::multi_dims_mapping out;
+  for (std::size_t d = 0; d < v.size(); ++d) {
+    if (!v[d].is_array())
+      bad_request(field + " mixes lists and integers: nested, every entry is a list of mesh dims ([[0, 1], []])");
+    out.push_back(to_list<ctspmd::mesh_dims>(v[d], field, "[" + std::to_string(d) + "]", "max_mesh_ndim"));
+  }
+  return out;
+}
+
 /// One operand: {"shape": [...], "dims_mapping": [...], "partial": [...], "partial_reduce": [...]}.
 inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, const ctspmd::process_mesh& mesh);
 
@@ -111,10 +128,13 @@ inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string
   if (shape_field == v.end()) bad_request(what + " has no \"shape\"");
   const auto shape = to_list<ctspmd::tensor_shape>(*shape_field, what, ".shape", "max_rank");
   const auto mapping_field = v.find("dims_mapping");
-  const auto mapping = mapping_field != v.end()
-                           ? to_list<ctspmd::dims_mapping>(*mapping_field, what, ".dims_mapping", "max_rank")
-                           : ctspmd::dims_mapping(shape.size(), -1);
-  ctspmd::tensor_dist_attr attr(mesh, mapping);
+  ctspmd::tensor_dist_attr attr(mesh);
+  if (mapping_field == v.end())
+    attr.set_dims_mapping(ctspmd::dims_mapping(shape.size(), -1));
+  else if (is_nested(*mapping_field))
+    attr.set_dims_mapping(to_multi(*mapping_field, what));
+  else
+    attr.set_dims_mapping(to_list<ctspmd::dims_mapping>(*mapping_field, what, ".dims_mapping", "max_rank"));
   if (v.contains("partial")) {
     const auto dims = to_list<ctspmd::mesh_dims>(v.at("partial"), what, ".partial", "max_mesh_ndim");
     std::vector<ctspmd::reduce_type> types(dims.size(), ctspmd::reduce_type::sum);
@@ -157,6 +177,21 @@ inline specs to_specs(const json& v, const std::string& what, const ctspmd::proc
   return out;
 }
 
+/// A dist attr's mapping as JSON: flat (`[0, -1]`) unless a dim is co-sharded (`[[0, 1], []]`).
+inline json mapping_json(const ctspmd::tensor_dist_attr& a) {
+  json mapping = json::array();
+  if (a.is_co_sharded()) {
+    for (std::size_t d = 0; d < a.rank(); ++d) {
+      json list = json::array();
+      for (auto m : a.mesh_dims_of(d)) list.push_back(m);
+      mapping.push_back(list);
+    }
+  } else {
+    for (auto d : a.dims_mapping()) mapping.push_back(d);
+  }
+  return mapping;
+}
+
 inline json to_json(const ctspmd::dist_attrs& attrs) {
   json out = json::array();
   for (const auto& a : attrs) {
@@ -165,9 +200,7 @@ inline json to_json(const ctspmd::dist_attrs& attrs) {
       partial.push_back(m);
       reduce.push_back(ctspmd::to_string(a.partial_reduce_type(m)));
     }
-    json mapping = json::array();
-    for (auto d : a.dims_mapping()) mapping.push_back(d);
-    out.push_back({{"dims_mapping", mapping}, {"partial", partial}, {"partial_reduce", reduce}});
+    out.push_back({{"dims_mapping", mapping_json(a)}, {"partial", partial}, {"partial_reduce", reduce}});
   }
   return out;
 }
@@ -184,9 +217,20 @@ inline void append_json(std::string& out, const ctspmd::dist_attrs& attrs) {
   for (std::size_t i = 0; i < attrs.size(); ++i) {
     const auto& a = attrs[i];
     out += i == 0 ? "{\"dims_mapping\":[" : ",{\"dims_mapping\":[";
-    for (std::size_t d = 0; d < a.dims_mapping().size(); ++d) {
+    const bool nested = a.is_co_sharded();
+    for (std::size_t d = 0; d < a.rank(); ++d) {
       if (d != 0) out += ',';
-      append_int(a.dims_mapping()[d]);
+      const auto list = a.mesh_dims_of(d);
+      if (!nested) {
+        append_int(list.empty() ? -1 : list[0]);
+        continue;
+      }
+      out += '[';
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        if (k != 0) out += ',';
+        append_int(list[k]);
+      }
+      out += ']';
     }
     out += "],\"partial\":[";
     const auto partial = a.partial_dims();
@@ -232,7 +276,7 @@ inline response handle(std::string_view line) {
   try {
     const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (request.is_discarded()) return {error_response(error_kind::invalid_argument, "the line is not valid JSON"), false};
-    check_fields(request, "the request", {"op", "direction", "mesh", "inputs", "outputs", "attrs"});
+    check_fields(request, "the request", {"op", "direction", "semantics", "mesh", "inputs", "outputs", "attrs"});
     if (!request.contains("op") || !request.at("op").is_string()) bad_request("the request needs \"op\", a string");
     const std::string op = request.at("op").get<std::string>();
     static const json default_direction = "forward";  // both branches lvalues: no copy of the request's value
@@ -240,6 +284,11 @@ inline response handle(std::string_view line) {
     if (direction != "forward" && direction != "backward")
       bad_request("\"direction\" must be \"forward\" or \"backward\", not " + shown(direction));
     const bool forward = direction == "forward";
+    static const json default_semantics = "fluid";
+    const json& semantics_field = request.contains("semantics") ? request.at("semantics") : default_semantics;
+    if (semantics_field != "fluid" && semantics_field != "phi")
+      bad_request("\"semantics\" must be \"fluid\" or \"phi\", not " + shown(semantics_field));
+    const auto semantics = semantics_field == "phi" ? ctspmd::semantics::phi : ctspmd::semantics::fluid;
     if (!request.contains("mesh")) bad_request("the request needs \"mesh\", the process mesh's shape");
     const ctspmd::process_mesh mesh(to_list<ctspmd::tensor_shape>(request.at("mesh"), "mesh", "", "max_rank"));
     if (!request.contains("inputs")) bad_request("the request needs \"inputs\"");
@@ -252,8 +301,8 @@ inline response handle(std::string_view line) {
       if (!request.at("attrs").is_object()) bad_request("\"attrs\" must be an object");
       for (const auto& [key, value] : request.at("attrs").items()) attrs[key] = to_attribute(value, "attrs." + key);
     }
-    const auto info = forward ? ctspmd::runtime::infer_forward(op, inputs, attrs)
-                              : ctspmd::runtime::infer_backward(op, inputs, outputs, attrs);
+    const auto info = forward ? ctspmd::runtime::infer_forward(op, inputs, attrs, semantics)
+                              : ctspmd::runtime::infer_backward(op, inputs, outputs, attrs, semantics);
     return {success_response(info), true};
   } catch (const spmd_error& e) {
     return {error_response(e.kind(), e.what()), false};

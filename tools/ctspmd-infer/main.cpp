@@ -18,18 +18,21 @@ Each input line is one JSON request; each gets one JSON response line, in order.
 Request:
   {"op": "matmul",                      operator name (see --list)
    "direction": "forward",              "forward" (default) or "backward"
+   "semantics": "fluid",                "fluid" (default: Paddle's 2023 rules) or "phi" (2025: co-shard merges)
    "mesh": [2, 3],                      the process mesh's shape
    "inputs": [OPERAND, ...],            the operator's inputs
    "outputs": [OPERAND, ...],           backward only: the outputs' wanted dist attributes
    "attrs": {"trans_x": false}}         optional; absent attributes take their defaults
 OPERAND:
   {"shape": [64, 32],                   sizes; -1 for a size known only at run time
-   "dims_mapping": [1, -1],             optional (default all -1): mesh dim per tensor dim, -1 = replicated
+   "dims_mapping": [1, -1],             optional (default all -1): mesh dim per tensor dim, -1 = replicated;
+                                        or nested, [[0, 1], []]: per tensor dim its mesh dims, major first
    "partial": [0],                      optional: mesh dims on which the tensor is partial
    "partial_reduce": ["sum"]}           optional: their reductions (sum, max, min, prod, avg, any, all)
 Response:
   {"inputs": [ATTR, ...], "outputs": [ATTR, ...]}
   ATTR: {"dims_mapping": [1, -1], "partial": [0], "partial_reduce": ["sum"]}
+  (dims_mapping is nested when a tensor dim is split over several mesh dims)
   forward: the inputs as the operator needs them (a difference from the request is a reshard)
   and the inferred outputs; backward: the inputs the outputs require, and the outputs.
 Error (for that line; processing continues with the next):
@@ -51,7 +54,8 @@ void list() {
     if (attrs.empty()) std::cout << "  (no attributes)";
     for (const auto& a : attrs) {
       const auto value = std::visit([](const auto& v) { return ctspmd_infer::dump(ctspmd_infer::json(v)); }, a.default_value);
-      std::cout << "  " << a.name << ": " << a.type << " = " << value;
+      std::cout << "  " << a.name << (a.alias.empty() ? "" : " (or " + std::string(a.alias) + ")") << ": " << a.type
+                << " = " << value;
     }
     std::cout << '\n';
   }

@@ -158,6 +158,20 @@ class static_vector {
     if (s_.size == N) raise(capacity_error(s_.size + 1u));
     return detail::put<small>(s_.array, s_.size++, static_cast<Args&&>(args)...);
   }
+  /// Sets the size to `n` (<= capacity(), unchecked) and returns data(), for the caller to write
+  /// the elements in place. Only for a small vector, whose storage always holds live elements
+  /// (those past the old size keep their values until written).
+  constexpr T* resize_for_overwrite(size_type n) noexcept
+    requires small
+  {
+    s_.size = static_cast<std::uint8_t>(n);
+    return data();
+  }
+  /// `emplace_back` for a caller that knows there is room (size() < capacity()), without the check.
+  template <class... Args>
+  constexpr T& emplace_back_unchecked(Args&&... args) {
+    return detail::put<small>(s_.array, s_.size++, static_cast<Args&&>(args)...);
+  }
   constexpr void pop_back() {
     if (s_.size == 0) raise(make_error(error_kind::invalid_argument, "static_vector", "pop_back on an empty vector"));
     --s_.size;

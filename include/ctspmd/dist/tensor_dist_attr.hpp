@@ -109,6 +109,14 @@ class tensor_dist_attr {
         if (m == mesh_dim) return static_cast<std::int64_t>(d);
     return -1;
   }
+  /// True if mesh dim `mesh_dim` splits some tensor dim: it heads a list or follows in one.
+  constexpr bool shards(std::int64_t mesh_dim) const noexcept {
+    for (const auto m : mapping_)
+      if (m == mesh_dim) return true;
+    for (const auto m : next_)
+      if (m == mesh_dim) return true;
+    return false;
+  }
   constexpr std::int64_t batch_dim() const noexcept { return batch_dim_; }
   constexpr void set_batch_dim(std::int64_t d) noexcept { batch_dim_ = d; }
 
@@ -172,7 +180,7 @@ class tensor_dist_attr {
       if (is_partial(m))
         raise(make_error(error_kind::invalid_argument, "tensor_dist_attr", "the tensor is already partial on mesh dim {}",
                          m));
-      if (sharded_tensor_dim(m) != -1)
+      if (shards(m))
         raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
                          "mesh dim {} cannot be partial: it shards tensor dim {}", m, sharded_tensor_dim(m)));
       partial_[static_cast<std::size_t>(m)] = static_cast<std::int8_t>(type);

@@ -52,8 +52,7 @@ class axis_to_dim_map {
   /// (`contains` tells them apart) and for `'1'` (never sharded); `not_a_label` for a char that
   /// is not an axis label.
   constexpr std::int64_t entry(char label) const noexcept {
-    const std::size_t slot = slots[static_cast<unsigned char>(label)];
-    return slot == other_slot ? not_a_label : copy(lists_[slot]).major();
+    return copy(lists_[slots[static_cast<unsigned char>(label)]]).major();  // `invalid` reads not_a_label
   }
   /// The mesh dim of `label`; a label without an entry, or split over several mesh dims, is an
   /// `invalid_argument`.
@@ -65,7 +64,17 @@ class axis_to_dim_map {
   }
   /// The mesh dims of `label`: empty for a letter without an entry, for `'1'` and for a char
   /// that is not a label.
-  constexpr mesh_dim_list list(char label) const noexcept { return copy(lists_[slots[static_cast<unsigned char>(label)]]); }
+  constexpr mesh_dim_list list(char label) const noexcept {
+    const std::size_t slot = slots[static_cast<unsigned char>(label)];
+    return slot == other_slot ? mesh_dim_list{} : copy(lists_[slot]);
+  }
+  /// What `list_or_invalid` reads for a char that is not an axis label (a list whose major mesh
+  /// dim is `not_a_label`: no list can hold it).
+  static constexpr mesh_dim_list invalid = mesh_dim_list::from_bits(static_cast<std::uint8_t>(not_a_label));
+  /// `list(label)`, or `invalid` for a char that is not an axis label: one load.
+  constexpr mesh_dim_list list_or_invalid(char label) const noexcept {
+    return copy(lists_[slots[static_cast<unsigned char>(label)]]);
+  }
 
   /// Sets the entry of the letter `label` to `mesh_dim` (-1 or a mesh dim below max_mesh_ndim).
   constexpr void set(char label, std::int64_t mesh_dim) {
@@ -133,7 +142,7 @@ class axis_to_dim_map {
   // The lists are kept as their bits: GCC 12 rejects reading an element of a constexpr map's
   // std::array of class objects that the map never wrote ("modification of ... is not a
   // constant expression"), as if reading value-initialised it anew.
-  static constexpr mesh_dim_list copy(std::uint64_t bits) noexcept { return mesh_dim_list::from_bits(bits); }
+  static constexpr mesh_dim_list copy(mesh_dim_list::word bits) noexcept { return mesh_dim_list::from_bits(bits); }
   static constexpr error_info missing(char label) {
     return make_error(error_kind::invalid_argument, "axis_to_dim_map", "tensor axis '{c}' is not in the axis-to-dim map",
                       label);
@@ -157,7 +166,14 @@ class axis_to_dim_map {
     }
     return table;
   }();
-  std::array<std::uint64_t, axis_letter_count + 2> lists_{};  ///< mesh_dim_list bits; 0 (empty) where there is no entry
+  static constexpr std::array<mesh_dim_list::word, axis_letter_count + 2> no_entries() noexcept {
+    std::array<mesh_dim_list::word, axis_letter_count + 2> a{};
+    for (auto& w : a) w = mesh_dim_list().bits();
+    a[other_slot] = invalid.bits();
+    return a;
+  }
+  /// The lists' bits: empty where there is no entry, and `invalid` in the slot of non-labels.
+  std::array<mesh_dim_list::word, axis_letter_count + 2> lists_ = no_entries();
   std::uint64_t present_ = 0;  ///< bit i: letter i has an entry
 };
 

@@ -25,9 +25,14 @@ constexpr mesh_dims resolute_output_partial_dimension(const axis_to_dim_map& map
 /// contracted axes (those of its inputs absent from its output), the dims its output is
 /// partial on: `resolute_output_partial_dimension` of the output's axes, when the merge left
 /// no mesh dim sharding two axes. Rules that know their contracted axes read only those.
-constexpr mesh_dims sharding_mesh_dims(const axis_to_dim_map& map, std::string_view axes) {
+/// A bit per mesh dim of `sharding_mesh_dims(map, axes)`.
+constexpr std::uint64_t partial_mask(const axis_to_dim_map& map, std::string_view axes) {
   std::uint64_t dims = 0;  // bit m: mesh dim m shards one of axes
   for (char c : axes) dims |= map.list(c).mask();
+  return dims;
+}
+constexpr mesh_dims sharding_mesh_dims(const axis_to_dim_map& map, std::string_view axes) {
+  std::uint64_t dims = partial_mask(map, axes);
   mesh_dims out;
   for (; dims != 0; dims &= dims - 1) out.push_back(std::countr_zero(dims));
   return out;

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include <ctspmd/core/error.hpp>
@@ -64,6 +65,11 @@ constexpr std::int64_t broadcast_size(std::int64_t a, std::int64_t b) noexcept {
   if (a == -1) return b == 1 ? -1 : b;
   if (b == -1) return a == 1 ? -1 : a;
   return a > b ? a : b;
+}
+
+/// a * b for a, b >= 0, or int64's largest value if that overflows (costs compare, huge or not).
+constexpr std::int64_t saturating_product(std::int64_t a, std::int64_t b) noexcept {
+  return b != 0 && a > std::numeric_limits<std::int64_t>::max() / b ? std::numeric_limits<std::int64_t>::max() : a * b;
 }
 
 /// True if `list` splits an axis of `size` (-1: unknown, divisible by anything) evenly.
@@ -261,8 +267,9 @@ using kept_partial = std::array<std::int8_t, max_mesh_ndim>;
 ///    `allow_partial` and the type is sum or avg; anything else leaves m unused.
 /// 2. Otherwise m goes to the cheapest axis of `align` that has no mesh dim yet: an operand
 ///    costs nothing if it already shards that axis, and otherwise its local element count times
-///    m's size (what it would move); an axis smaller than m's size in some operand cannot take
-///    it. Ties go to the smaller letter; if no axis can take m, it stays unused.
+///    m's size (what it would move; a cost beyond int64 counts as its largest value); an axis
+///    smaller than m's size in some operand cannot take it. Ties go to the smaller letter; if no
+///    axis can take m, it stays unused.
 /// (phi checks only "smaller than the mesh dim"; like phi, uneven shards are allowed here.)
 template <class Labels, class Attrs, class Shapes>
 constexpr void align_least_cost(axis_to_dim_map& map, kept_partial& partial, std::size_t count, Labels labels,
@@ -335,9 +342,11 @@ constexpr void align_least_cost(axis_to_dim_map& map, kept_partial& partial, std
           std::int64_t local = 1;  // the operand's local element count (unknown sizes count 1)
           for (std::size_t k = 0; k < s.size(); ++k) {
             const std::int64_t shards = mesh_dim_list::of(attr(t).mesh_dims_of(k)).shards(mesh);
-            local *= s[k] < 0 ? 1 : (s[k] + shards - 1) / shards;
+            local = detail::saturating_product(local, s[k] < 0 ? 1 : (s[k] - 1) / shards + 1);
           }
-          cost += local * mesh_size;
+          const std::int64_t moved = detail::saturating_product(local, mesh_size);
+          cost = cost > std::numeric_limits<std::int64_t>::max() - moved ? std::numeric_limits<std::int64_t>::max()
+                                                                          : cost + moved;
         }
       }
       if (cost != infinite && (best == 0 || cost < best_cost || (cost == best_cost && label < best))) {

@@ -48,21 +48,27 @@ namespace detail {
 struct tensor_dist_attr_access {
   /// The mesh dims of tensor dim `d` (< rank) of `a`.
   static constexpr mesh_dim_list list(const tensor_dist_attr& a, std::size_t d) noexcept {
-    std::int64_t m = a.mapping_[d];
-    if (m == -1) return {};
-    const auto next = a.next_[static_cast<std::size_t>(m)];
-    if (next == -1) return mesh_dim_list::single(m);  // the common case: one mesh dim
+    std::int64_t m = a.mapping_.data()[d];
+    if (m < 0 || a.next_[static_cast<std::size_t>(m)] == -1) return mesh_dim_list::single(m);  // the common case
     mesh_dim_list l;
     for (; m != -1; m = a.next_[static_cast<std::size_t>(m)]) l.push_back(m);
     return l;
   }
-  /// Appends a tensor dim sharded by `l` to `a`'s mapping. The caller keeps the invariants:
-  /// the mesh dims are valid on `a`'s mesh, none is used by another dim, none is partial.
+  /// Appends a tensor dim sharded by `l` to `a`'s mapping (of fewer than max_rank dims). The
+  /// caller keeps the invariants: the mesh dims are valid on `a`'s mesh, none is used by another
+  /// dim, none is partial.
   static constexpr void append(tensor_dist_attr& a, mesh_dim_list l) {
-    const std::int64_t major = l.major();
-    a.mapping_.push_back(static_cast<std::int8_t>(major));
+    a.mapping_.emplace_back_unchecked(static_cast<std::int8_t>(l.major()));
+    if (l.at_most_one()) return;  // no links
     for (std::size_t k = 1; k < l.size(); ++k) a.next_[static_cast<std::size_t>(l[k - 1])] = static_cast<std::int8_t>(l[k]);
   }
+  /// Makes `a`'s mapping (empty) that of `axes` under `map` (see `for_each_mapped`), written in
+  /// place: each dim's major mesh dim, then the links of a co-shard list (the same caveats as
+  /// `append`).
+  /// (`Validate == false`: the labels are known to be labels, none missing but by intent.)
+  template <bool Validate, class Labels>
+  static constexpr status assign(tensor_dist_attr& a, const Labels& axes, const axis_to_dim_map& map,
+                                 bool unsharded_miss_axis);
   /// Replaces the list of tensor dim `d` (< rank) of `a` by `l` (same caveats as `append`).
   static constexpr void replace(tensor_dist_attr& a, std::size_t d, mesh_dim_list l) {
     for (std::int64_t m = a.mapping_[d]; m != -1;) {
@@ -179,15 +185,15 @@ constexpr status merge_first_wins(axis_to_dim_map& map, std::size_t count, Label
         return two_lists_error(a, l, before);
       }
       // The entry was empty or absent, and is now l (l empty continued above, or is a no-op).
-      for (std::size_t k = 0; k < l.size(); ++k) {
-        auto& c = claims[static_cast<std::size_t>(l[k])];
+      l.for_each([&](std::int64_t m) {
+        auto& c = claims[static_cast<std::size_t>(m)];
         if (c.first == 0) {
           c.first = a;
         } else if (c.first != a && c.second == 0) {
           c.second = a;
           conflict = true;
         }
-      }
+      });
     }
   }
   return conflict ? resolve_conflicts(map, claims, merge_conflicts) : status{};
@@ -249,10 +255,33 @@ constexpr status for_each_mapped(const Labels& axes, const axis_to_dim_map& map,
     return make_error(error_kind::invalid_argument, op, "{} axes exceed max_rank = {}", axes.size(), max_rank);
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const char a = axes[i];
-    const mesh_dim_list l = map.list(a);  // empty for '1' and for a letter without an entry
-    if (l.empty() && a != broadcast_label && (!is_axis_label(a) || (!unsharded_miss_axis && !map.contains(a))))
+    const mesh_dim_list l = map.list_or_invalid(a);  // empty for '1' and for a letter without an entry
+    if (l == axis_to_dim_map::invalid || (!unsharded_miss_axis && l.empty() && a != broadcast_label && !map.contains(a)))
       return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
     f(l);
+  }
+  return {};
+}
+
+template <bool Validate, class Labels>
+constexpr status tensor_dist_attr_access::assign(tensor_dist_attr& a, const Labels& axes, const axis_to_dim_map& map,
+                                                 bool unsharded_miss_axis) {
+  if (axes.size() > max_rank)
+    return make_error(error_kind::invalid_argument, "get_dims_mapping_for_axes", "{} axes exceed max_rank = {}",
+                      axes.size(), max_rank);
+  std::int8_t* heads = a.mapping_.resize_for_overwrite(axes.size());
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const char c = axes[i];
+    const mesh_dim_list l = map.list_or_invalid(c);  // empty for '1' and for a letter without an entry
+    if (Validate &&
+        (l == axis_to_dim_map::invalid || (!unsharded_miss_axis && l.empty() && c != broadcast_label && !map.contains(c)))) {
+      a.mapping_.clear();
+      return make_error(error_kind::invalid_argument, "get_dims_mapping_for_axes",
+                        "tensor axis '{c}' is not in the axis-to-dim map", c);
+    }
+    heads[i] = static_cast<std::int8_t>(l.major());
+    if (!l.at_most_one())  // a co-shard: link its mesh dims
+      for (std::size_t k = 1; k < l.size(); ++k) a.next_[static_cast<std::size_t>(l[k - 1])] = static_cast<std::int8_t>(l[k]);
   }
   return {};
 }
@@ -302,8 +331,8 @@ constexpr multi_dims_mapping get_multi_dims_mapping_for_axes(std::string_view ax
 /// A dist attr on `src`'s mesh (with its batch dim, no partial status) whose mapping is that of
 /// `axes` (a string, or any indexable sequence of labels) under `map`, appended to `out` and
 /// returned. Fails as `get_dims_mapping_for_axes` and the `tensor_dist_attr` constructor would:
-/// raises. `Check == false` skips the check of the mapping against the mesh, for a caller that
-/// knows it holds: `map` maps no mesh dim to two labels, every mesh dim in it comes from a
+/// raises. `Check == false` skips the checks, for a caller that knows they hold: every char of
+/// `axes` is a label, `map` maps no mesh dim to two labels, every mesh dim in it comes from a
 /// mapping valid on `src`'s mesh, and no label occurs twice in `axes` (but `'1'`).
 template <bool Check = true, class Labels, std::size_t N>
 constexpr tensor_dist_attr& push_mapped(static_vector<tensor_dist_attr, N>& out, const tensor_dist_attr& src,
@@ -312,7 +341,7 @@ constexpr tensor_dist_attr& push_mapped(static_vector<tensor_dist_attr, N>& out,
   using access = detail::tensor_dist_attr_access;
   tensor_dist_attr& a = out.emplace_back(src.process_mesh());
   access::set_batch_dim(a, src);
-  detail::for_each_mapped(axes, map, unsharded_miss_axis, [&](mesh_dim_list l) { access::append(a, l); }).check();
+  access::assign<Check>(a, axes, map, unsharded_miss_axis).check();
   if constexpr (Check) access::check(a).check();
   return a;
 }

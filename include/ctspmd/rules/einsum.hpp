@@ -92,20 +92,34 @@ constexpr void push_inputs(spmd_info& info, std::span<const std::string_view, N>
 }
 
 /// Forward inference of the einsum `inputs -> output` (whose contracted labels are
-/// `contracted`) into `info` (see the file comment).
-template <std::size_t N>
-constexpr status einsum_forward(spmd_info& info, std::span<const std::string_view, N> inputs, std::string_view output,
-                                std::string_view contracted, spec_span in, bool merge_conflicts, semantics s) {
+/// `contracted`) into `info` with `Policy` (see the file comment).
+template <merge_policy Policy, std::size_t N>
+constexpr status einsum_forward_with(spmd_info& info, std::span<const std::string_view, N> inputs,
+                                     std::string_view output, std::string_view contracted, spec_span in,
+                                     bool merge_conflicts) {
   CTSPMD_TRY(check_operands(inputs, in));
   axis_to_dim_map map;
-  CTSPMD_TRY(merge_operands(map, inputs, in, s,
-                            {merge_conflicts, /*size_one_unsharded=*/true, /*check_sizes=*/true, /*drop_indivisible=*/true}));
+  CTSPMD_TRY(merge_specs<Policy>(
+      map, inputs, in, {merge_conflicts, /*size_one_unsharded=*/true, /*check_sizes=*/true, /*drop_indivisible=*/true}));
   push_inputs(info, inputs, in, map);
   // Labels the merge dropped from every input (size 1 everywhere) give -1. No mesh dim
   // shards two labels after the merge, so the contracted labels' mesh dims are the partial ones.
-  push</*Check=*/false>(info.outputs, in[0].dist_attr(), output, map)
-      .set_partial_status(sharding_mesh_dims(map, contracted));
+  tensor_dist_attr& out = push</*Check=*/false>(info.outputs, in[0].dist_attr(), output, map);
+  if (partial_mask(map, contracted) != 0) out.set_partial_status(sharding_mesh_dims(map, contracted));
   return {};
+}
+// (phi's merge out of line: the common fluid call keeps a small frame.)
+template <std::size_t N>
+CTSPMD_NOINLINE constexpr status einsum_forward_phi(spmd_info& info, std::span<const std::string_view, N> inputs,
+                                                    std::string_view output, std::string_view contracted, spec_span in,
+                                                    bool merge_conflicts) {
+  return einsum_forward_with<merge_policy::co_shard>(info, inputs, output, contracted, in, merge_conflicts);
+}
+template <std::size_t N>
+constexpr status einsum_forward(spmd_info& info, std::span<const std::string_view, N> inputs, std::string_view output,
+                                std::string_view contracted, spec_span in, bool merge_conflicts, semantics s) {
+  if (s == semantics::phi) return einsum_forward_phi(info, inputs, output, contracted, in, merge_conflicts);
+  return einsum_forward_with<merge_policy::first_wins>(info, inputs, output, contracted, in, merge_conflicts);
 }
 template <std::size_t N>
 constexpr status einsum_forward(spmd_info& info, const einsum_labels<N>& l, spec_span in, bool merge_conflicts,

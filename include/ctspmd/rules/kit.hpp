@@ -97,27 +97,40 @@ struct merge_options {
 };
 
 /// Merges into `map` the shardings of `specs` labelled `labels` (one label string per spec, of
-/// its rank, e.g. checked by `check_ranks`) with `policy`. Only sharded dims are proposed under
+/// its rank, e.g. checked by `check_ranks`) with `Policy`. Only sharded dims are proposed under
 /// first-wins, so a label absent from the map is replicated.
+template <merge_policy Policy, std::size_t N>
+constexpr status merge_specs(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
+                             merge_options o = {}) {
+  const auto list = [&](std::size_t t, std::size_t i) { return ctspmd::detail::dim_list(specs[t].dist_attr(), i); };
+  const auto label = [&](std::size_t t) { return labels[t]; };
+  if constexpr (Policy == merge_policy::first_wins) {
+    if (o.size_one_unsharded)
+      return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(
+          map, labels.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; }, list,
+          o.merge_conflicts);
+    return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(map, labels.size(), label,
+                                                                                           list, o.merge_conflicts);
+  } else {
+    const auto size = [&](std::size_t t, std::size_t i) { return specs[t].shape()[i]; };
+    const process_mesh& mesh = specs.empty() ? process_mesh::empty() : specs[0].process_mesh();
+    const co_shard_options co{o.merge_conflicts, o.size_one_unsharded, o.check_sizes, o.drop_indivisible};
+    if constexpr (Policy == merge_policy::co_shard)
+      return merge_co_shard(map, labels.size(), label, list, size, mesh, co);
+    else
+      return merge_elementwise(map, labels.size(), label, list, size, mesh, co);
+  }
+}
+/// `merge_specs` with a policy chosen at run time.
 template <std::size_t N>
 constexpr status merge_specs(axis_to_dim_map& map, std::span<const std::string_view, N> labels, spec_span specs,
                              merge_policy policy, merge_options o = {}) {
-  const auto list = [&](std::size_t t, std::size_t i) { return ctspmd::detail::dim_list(specs[t].dist_attr(), i); };
-  const auto label = [&](std::size_t t) { return labels[t]; };
-  const auto size = [&](std::size_t t, std::size_t i) { return specs[t].shape()[i]; };
-  const process_mesh& mesh = specs.empty() ? process_mesh::empty() : specs[0].process_mesh();
-  const co_shard_options co{o.merge_conflicts, o.size_one_unsharded, o.check_sizes, o.drop_indivisible};
   switch (policy) {
-    case merge_policy::co_shard: return merge_co_shard(map, labels.size(), label, list, size, mesh, co);
-    case merge_policy::elementwise: return merge_elementwise(map, labels.size(), label, list, size, mesh, co);
+    case merge_policy::co_shard: return merge_specs<merge_policy::co_shard>(map, labels, specs, o);
+    case merge_policy::elementwise: return merge_specs<merge_policy::elementwise>(map, labels, specs, o);
     case merge_policy::first_wins: break;
   }
-  if (o.size_one_unsharded)
-    return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(
-        map, labels.size(), [&](std::size_t t) { return size_one_unsharded{labels[t], specs[t].shape()}; }, list,
-        o.merge_conflicts);
-  return ctspmd::detail::merge_first_wins</*Validate=*/false, /*RecordReplicated=*/false>(map, labels.size(), label,
-                                                                                         list, o.merge_conflicts);
+  return merge_specs<merge_policy::first_wins>(map, labels, specs, o);
 }
 /// `merge_specs` with the semantics' default policy (`default_policy`).
 template <std::size_t N>

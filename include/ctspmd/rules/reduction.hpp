@@ -78,6 +78,8 @@ struct basic_reduction_attributes {
   static_vector<std::int64_t, max_rank> axis = {};  ///< dims to reduce (negative: from the end); empty: all
   bool keep_dim = false;                            ///< keep reduced dims as size 1
   reduce_type reduce = R;                           ///< how a partial output's parts combine
+  /// phi spells keep_dim `keepdim`.
+  static constexpr std::array<attribute_alias, 1> aliases{{{"keepdim", "keep_dim"}}};
 };
 
 /// Attributes of `reduction` (reduce type sum by default).

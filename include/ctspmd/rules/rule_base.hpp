@@ -57,6 +57,14 @@ struct operand_count {
   friend constexpr bool operator==(operand_count, operand_count) = default;
 };
 
+/// A second name an attribute is accepted under by name (phi's `keepdim` for fluid's
+/// `keep_dim`). An attributes struct lists its own as
+/// `static constexpr std::array<attribute_alias, N> aliases{{{"keepdim", "keep_dim"}}};`.
+struct attribute_alias {
+  std::string_view alias;
+  std::string_view name;
+};
+
 /// The rule contract (see the file comment).
 template <class R>
 concept SpmdRule =

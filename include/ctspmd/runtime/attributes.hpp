@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -22,6 +23,7 @@
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
+#include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::runtime {
 
@@ -38,8 +40,8 @@ inline std::string_view type_name(const attribute& a) {
 
 /// The reduce type named `s` ("sum", "max", ...), or nothing.
 inline bool parse_reduce_type(std::string_view s, reduce_type& out) {
-  for (int i = 0; i < 7; ++i)
-    if (s == to_string(static_cast<reduce_type>(i))) {
+  for (std::size_t i = 0; i < reduce_type_count; ++i)
+    if (s == reduce_type_names[i]) {
       out = static_cast<reduce_type>(i);
       return true;
     }
@@ -48,58 +50,53 @@ inline bool parse_reduce_type(std::string_view s, reduce_type& out) {
 
 namespace detail {
 
-template <class T>
-struct is_int_list : std::false_type {};
-template <std::size_t N>
-struct is_int_list<static_vector<std::int64_t, N>> : std::true_type {};
-
-/// How a member of type T is described and read. Member types are those rules use.
+/// How a member of type T is described and read. Member types are those rules use. `read`
+/// returns what is wrong with the value, or an empty string.
 template <class T>
 struct member_traits;
-template <>
-struct member_traits<bool> {
-  static constexpr std::string_view type = "bool";
-  static attribute to_attribute(bool v) { return v; }
-  static bool read(const attribute& a, bool& out) {
-    if (const auto* v = std::get_if<bool>(&a)) return out = *v, true;
-    return false;
+template <class T>
+struct scalar_traits {
+  static attribute to_attribute(T v) { return v; }
+  static std::string read(const attribute& a, T& out) {
+    if (const auto* v = std::get_if<T>(&a)) return out = *v, std::string();
+    return "must be " + std::string(member_traits<T>::type) + ", not " + std::string(type_name(a));
   }
 };
 template <>
-struct member_traits<std::int64_t> {
+struct member_traits<bool> : scalar_traits<bool> {
+  static constexpr std::string_view type = "bool";
+};
+template <>
+struct member_traits<std::int64_t> : scalar_traits<std::int64_t> {
   static constexpr std::string_view type = "int";
-  static attribute to_attribute(std::int64_t v) { return v; }
-  static bool read(const attribute& a, std::int64_t& out) {
-    if (const auto* v = std::get_if<std::int64_t>(&a)) return out = *v, true;
-    return false;
-  }
 };
 template <>
 struct member_traits<double> {
   static constexpr std::string_view type = "float";
   static attribute to_attribute(double v) { return v; }
-  static bool read(const attribute& a, double& out) {  // an int is a valid float
-    if (const auto* v = std::get_if<double>(&a)) return out = *v, true;
-    if (const auto* i = std::get_if<std::int64_t>(&a)) return out = static_cast<double>(*i), true;
-    return false;
+  static std::string read(const attribute& a, double& out) {  // an int is a valid float
+    if (const auto* v = std::get_if<double>(&a)) return out = *v, std::string();
+    if (const auto* i = std::get_if<std::int64_t>(&a)) return out = static_cast<double>(*i), std::string();
+    return "must be float, not " + std::string(type_name(a));
   }
 };
 template <>
 struct member_traits<std::string_view> {  // refers to the map's string for the call's duration
   static constexpr std::string_view type = "string";
   static attribute to_attribute(std::string_view v) { return std::string(v); }
-  static bool read(const attribute& a, std::string_view& out) {
-    if (const auto* v = std::get_if<std::string>(&a)) return out = *v, true;
-    return false;
+  static std::string read(const attribute& a, std::string_view& out) {
+    if (const auto* v = std::get_if<std::string>(&a)) return out = *v, std::string();
+    return "must be string, not " + std::string(type_name(a));
   }
 };
 template <>
 struct member_traits<reduce_type> {
   static constexpr std::string_view type = "reduce type (sum, max, min, prod, avg, any, all)";
   static attribute to_attribute(reduce_type v) { return std::string(to_string(v)); }
-  static bool read(const attribute& a, reduce_type& out) {
+  static std::string read(const attribute& a, reduce_type& out) {
     const auto* v = std::get_if<std::string>(&a);
-    return v != nullptr && parse_reduce_type(*v, out);
+    if (v != nullptr && parse_reduce_type(*v, out)) return {};
+    return "must be " + std::string(type) + ", not " + (v != nullptr ? "\"" + *v + "\"" : std::string(type_name(a)));
   }
 };
 template <std::size_t N>
@@ -108,24 +105,41 @@ struct member_traits<static_vector<std::int64_t, N>> {
   static attribute to_attribute(const static_vector<std::int64_t, N>& v) {
     return std::vector<std::int64_t>(v.begin(), v.end());
   }
-  static bool read(const attribute& a, static_vector<std::int64_t, N>& out) {
+  static std::string read(const attribute& a, static_vector<std::int64_t, N>& out) {
     const auto* v = std::get_if<std::vector<std::int64_t>>(&a);
-    if (v == nullptr) return false;
+    if (v == nullptr) return "must be int list, not " + std::string(type_name(a));
     if (v->size() > N)
-      throw spmd_error(error_kind::invalid_argument,
-                       "a list of " + std::to_string(v->size()) + " ints exceeds the capacity " + std::to_string(N));
+      return "has " + std::to_string(v->size()) + " entries, above the " + std::to_string(N) + " it can hold";
     out = static_vector<std::int64_t, N>(*v);
-    return true;
+    return {};
   }
 };
 
+/// The aliases `Attributes` declares (see `attribute_alias`), or none.
+template <class Attributes>
+constexpr std::span<const attribute_alias> aliases_of() {
+  if constexpr (requires { Attributes::aliases; })
+    return Attributes::aliases;
+  else
+    return {};
+}
+/// The alias of attribute `name` in `Attributes`, or "".
+template <class Attributes>
+constexpr std::string_view alias_of(std::string_view name) {
+  for (const auto& a : aliases_of<Attributes>())
+    if (a.name == name) return a.alias;
+  return {};
+}
+
 }  // namespace detail
 
-/// One attribute a rule accepts: its name, type and default.
+/// One attribute a rule accepts: its name, type and default, and a second name it is accepted
+/// under ("" if none).
 struct attribute_info {
   std::string_view name;
   std::string_view type;
   attribute default_value;
+  std::string_view alias{};
 };
 
 /// True if `Attributes` can be read by name: adapted with BOOST_HANA_ADAPT_STRUCT.
@@ -144,7 +158,8 @@ std::vector<attribute_info> describe_attributes() {
   boost::hana::for_each(boost::hana::accessors<Attributes>(), [&](auto member) {
     const auto& value = boost::hana::second(member)(defaults);
     using traits = detail::member_traits<std::remove_cvref_t<decltype(value)>>;
-    out.push_back({boost::hana::to<const char*>(boost::hana::first(member)), traits::type, traits::to_attribute(value)});
+    const std::string_view name = boost::hana::to<const char*>(boost::hana::first(member));
+    out.push_back({name, traits::type, traits::to_attribute(value), detail::alias_of<Attributes>(name)});
   });
   return out;
 }
@@ -158,29 +173,38 @@ constexpr auto attribute_names() {
   });
 }
 
-/// `map` as `Attributes`: absent keys keep their defaults; an unknown key, or a value of the
-/// wrong type, is an `invalid_argument` naming `op`, the key and what is accepted.
+/// `map` as `Attributes`: absent keys keep their defaults; an unknown key, a value of the wrong
+/// type or too long a list, or an attribute given under both its names, is an
+/// `invalid_argument` naming `op`, the key and what is accepted.
 template <class Attributes>
 Attributes to_attributes(std::string_view op, const attribute_map& map) {
+  static_assert(reflectable<Attributes>, "the runtime layer reads a rule's attributes by name: adapt them with "
+                                         "BOOST_HANA_ADAPT_STRUCT (see ctspmd/rules/reflection.hpp)");
+  const auto fail = [&](std::string_view key, const std::string& what) {
+    throw spmd_error(error_kind::invalid_argument, std::string(op) + ": attribute '" + std::string(key) + "' " + what);
+  };
   Attributes attrs{};
   std::size_t matched = 0;
   boost::hana::for_each(boost::hana::accessors<Attributes>(), [&](auto member) {
     const std::string_view name = boost::hana::to<const char*>(boost::hana::first(member));
-    const auto it = map.find(name);
+    const std::string_view alias = detail::alias_of<Attributes>(name);
+    auto it = map.find(name);
+    if (!alias.empty()) {
+      const auto by_alias = map.find(alias);
+      if (it != map.end() && by_alias != map.end()) fail(name, "is also given as '" + std::string(alias) + "'");
+      if (it == map.end()) it = by_alias;
+    }
     if (it == map.end()) return;
     ++matched;
     auto& field = boost::hana::second(member)(attrs);
     using traits = detail::member_traits<std::remove_cvref_t<decltype(field)>>;
-    if (!traits::read(it->second, field))
-      throw spmd_error(error_kind::invalid_argument, std::string(op) + ": attribute '" + std::string(name) +
-                                                         "' must be " + std::string(traits::type) + ", not " +
-                                                         std::string(type_name(it->second)));
+    if (const std::string wrong = traits::read(it->second, field); !wrong.empty()) fail(it->first, wrong);
   });
   if (matched == map.size()) return attrs;
   constexpr auto names = attribute_names<Attributes>();
   for (const auto& [key, value] : map) {
     bool known = false;
-    for (const std::string_view name : names) known = known || name == key;
+    for (const std::string_view name : names) known = known || name == key || detail::alias_of<Attributes>(name) == key;
     if (known) continue;
     std::string accepted;
     for (const std::string_view name : names) (accepted += accepted.empty() ? "" : ", ") += name;
