@@ -17,7 +17,7 @@ const std::string batch_letters = "abcd";
 /// time in four, a sharded one, which the rule must then stop sharding, one time in eight).
 void broadcast_some(shape_t& s, const layout& l, const std::vector<std::size_t>& broadcastable, rng& g) {
   for (auto d : broadcastable)
-    if (g.one_in(l.dm[d] == -1 ? 4 : 8)) s[d] = 1;
+    if (g.one_in(l.dm[d].empty() ? 4 : 8)) s[d] = 1;
 }
 
 struct matmul_labels {
@@ -172,13 +172,14 @@ TEST_CASE("oracle: einsum") {
 
 namespace {
 
-/// The embedding's local variant: a device whose table rows are sharded (mesh dim m) holds
-/// rows [c[m] * rows, (c[m] + 1) * rows); it looks up only those (ids offset by the first
-/// row it holds) and contributes zeros for the others, so its output is a partial sum.
+/// The embedding's local variant: a device whose table rows are sharded holds its block of
+/// `rows` rows (block b of the row dim: rows [b * rows, (b + 1) * rows)); it looks up only
+/// those (ids offset by the first row it holds) and contributes zeros for the others, so its
+/// output is a partial sum.
 mesh_kernel embedding_kernel(std::int64_t padding_idx) {
   return per_device([padding_idx](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
-    const std::int64_t row_mesh_dim = info.inputs[1].dims_mapping()[0];
-    const std::int64_t offset = row_mesh_dim < 0 ? -1 : c[to_size(row_mesh_dim)] * in[1].shape[0];
+    const auto block = block_on(info.inputs[1], 0, c);
+    const std::int64_t offset = block.count == 1 ? -1 : block.index * in[1].shape[0];
     return std::vector<tensor>{ops::embedding(in[0], in[1], padding_idx, offset)};
   });
 }

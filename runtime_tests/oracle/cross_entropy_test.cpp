@@ -14,19 +14,19 @@ using rule = ctspmd::rules::cross_entropy_with_softmax;
 
 namespace {
 
-/// c_softmax_with_cross_entropy across the devices that differ only on mesh dim `m`, which
-/// splits the (last) class axis: all-reduce max of the logits, all-reduce sum of their
-/// exponentials, and all-reduce sum of the picked logit (held by the device whose classes
-/// contain the label; the others contribute 0).
-device_tensors vocab_parallel(const ctspmd::spmd_info& info, const device_tensors& in, std::int64_t m,
-                              std::int64_t ignore_index) {
+/// c_softmax_with_cross_entropy across the devices that differ only on the mesh dims that split
+/// the (last) class axis: all-reduce max of the logits, all-reduce sum of their exponentials,
+/// and all-reduce sum of the picked logit (held by the device whose classes contain the label;
+/// the others contribute 0).
+device_tensors vocab_parallel(const ctspmd::spmd_info& info, const device_tensors& in, std::int64_t ignore_index) {
   const auto& mesh = info.inputs[0].process_mesh();
   const auto devices = to_size(mesh.size());
   const auto classes = in[0][0].shape.back();
   const auto rows = in[0][0].size() / to_size(classes);
-  auto group_of = [&](std::size_t dev) {  // the group's first device: coordinate 0 on m
+  const auto class_axis = info.inputs[0].rank() - 1;
+  auto group_of = [&](std::size_t dev) {  // the group's first device: coordinate 0 on the class axis' mesh dims
     auto c = device_coords(mesh, to_int(dev));
-    c[to_size(m)] = 0;
+    for (auto m : info.inputs[0].mesh_dims_of(class_axis)) c[to_size(m)] = 0;
     return to_size(device_index(mesh, c));
   };
   std::vector<std::vector<double>> gmax(devices, std::vector<double>(rows, -std::numeric_limits<double>::infinity()));
@@ -37,7 +37,7 @@ device_tensors vocab_parallel(const ctspmd::spmd_info& info, const device_tensor
       for (std::int64_t k = 0; k < classes; ++k)
         gmax[group_of(dev)][r] = std::max(gmax[group_of(dev)][r], in[dev][0].data[r * to_size(classes) + to_size(k)]);
   for (std::size_t dev = 0; dev < devices; ++dev) {
-    const auto offset = device_coords(mesh, to_int(dev))[to_size(m)] * classes;
+    const auto offset = block_on(info.inputs[0], class_axis, device_coords(mesh, to_int(dev))).index * classes;
     for (std::size_t r = 0; r < rows; ++r) {
       const auto& x = in[dev][0].data;
       for (std::int64_t k = 0; k < classes; ++k)
@@ -69,12 +69,11 @@ mesh_kernel cross_entropy_kernel(const rule::attributes& attrs) {
   return [attrs](const ctspmd::spmd_info& info, const device_tensors& in) {
     const auto rank = in[0][0].rank();
     const auto axis = ops::normalize_axis(attrs.axis, rank);
-    const auto m = info.inputs[0].dims_mapping()[axis];
-    if (m >= 0) {
+    if (!info.inputs[0].mesh_dims_of(axis).empty()) {
       if (attrs.soft_label || !attrs.use_softmax || to_int(axis) != rank - 1)
         throw oracle_error("the class axis is sharded, but c_softmax_with_cross_entropy needs hard labels, the class "
                            "axis last and use_softmax");
-      return vocab_parallel(info, in, m, attrs.ignore_index);
+      return vocab_parallel(info, in, attrs.ignore_index);
     }
     device_tensors out;
     for (const auto& local : in) {

@@ -14,12 +14,16 @@
 //
 // Layouts are generated per operand and mesh dim (shard one tensor dim, partial with a
 // reduce type, or neither): all valid combinations when there are few, otherwise a sample
-// drawn with a fixed seed. Sizes are chosen after the layouts, per axis label: a label
-// sharded anywhere gets a multiple of every mesh dim size that shards it, so every shard the
-// generator proposes is even (DESIGN.md: "split evenly"); the rules must not turn that into
-// an uneven shard, and the simulator fails a case that needs one.
+// drawn with a fixed seed. Two mesh dims sharding one tensor dim make a co-shard, in either
+// order. Sizes are chosen after the layouts, per axis label: a label sharded anywhere gets a
+// multiple of every shard count that splits it, so every shard the generator proposes is even
+// (DESIGN.md: "split evenly"); the rules must not turn that into an uneven shard, and the
+// simulator fails a case that needs one.
+//
+// Every case is checked under both semantics, fluid and phi.
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <numeric>
@@ -60,24 +64,32 @@ inline ctspmd::tensor_shape to_tshape(const shape_t& s) {
   return t;
 }
 
-/// One operand's layout: its dims mapping and partial status.
+/// One operand's layout: per dim its mesh dims (major first), and its partial status.
 struct layout {
-  ctspmd::dims_mapping dm;
+  ctspmd::multi_dims_mapping dm;
   std::vector<std::pair<std::int64_t, reduce_type>> partial;
 };
+
+/// The shard count of a list of mesh dims on `mesh`.
+inline std::int64_t shards_of(const ctspmd::process_mesh& mesh, const ctspmd::mesh_dims& list) {
+  std::int64_t n = 1;
+  for (auto m : list) n *= mesh.dim_size(m);
+  return n;
+}
 
 inline ctspmd::tensor_dist_attr make_attr(const ctspmd::process_mesh& mesh, const layout& l) {
   ctspmd::tensor_dist_attr a(mesh, l.dm);
   for (const auto& [m, r] : l.partial) a.set_partial_status({m}, r);
   return a;
 }
-inline layout replicated_layout(std::size_t rank) { return {ctspmd::dims_mapping(rank, -1), {}}; }
+inline layout replicated_layout(std::size_t rank) { return {ctspmd::multi_dims_mapping(rank, ctspmd::mesh_dims{}), {}}; }
 
 /// Layout tuples for operands of `ranks` on a mesh of `mesh_ndim` dims: for each operand,
-/// each mesh dim shards one tensor dim, is partial (a type drawn from `partial_types`; never
-/// when empty), or neither (any / all are not mixed with the others on one operand). Every
-/// valid tuple when there are at most `budget` encodings,
-/// otherwise `budget` valid tuples drawn at random.
+/// each mesh dim shards one tensor dim (several mesh dims on one tensor dim are a co-shard, its
+/// list in ascending or, at random, descending order), is partial (a type drawn from
+/// `partial_types`; never when empty), or neither (any / all are not mixed with the others on
+/// one operand). Every tuple when there are at most `budget` encodings, otherwise `budget`
+/// tuples drawn at random.
 inline std::vector<std::vector<layout>> layouts(std::int64_t mesh_ndim, const std::vector<std::size_t>& ranks,
                                                 const std::vector<reduce_type>& partial_types, std::size_t budget,
                                                 rng& g) {
@@ -86,7 +98,7 @@ inline std::vector<std::vector<layout>> layouts(std::int64_t mesh_ndim, const st
   std::uint64_t total = 1;
   for (auto r : ranks)
     for (std::size_t m = 0; m < k; ++m) total *= r + extra;
-  // Decodes `code` (mixed radix, per operand per mesh dim); nullopt if a dim is sharded twice.
+  // Decodes `code` (mixed radix, per operand per mesh dim).
   auto decode = [&](std::uint64_t code) -> std::optional<std::vector<layout>> {
     std::vector<layout> out;
     for (auto r : ranks) {
@@ -96,13 +108,13 @@ inline std::vector<std::vector<layout>> layouts(std::int64_t mesh_ndim, const st
         code /= r + extra;
         if (opt == 0) continue;
         if (opt <= r) {
-          auto& e = l.dm[static_cast<std::size_t>(opt - 1)];
-          if (e != -1) return std::nullopt;
-          e = to_int(m);
+          l.dm[static_cast<std::size_t>(opt - 1)].push_back(to_int(m));
         } else {
           l.partial.emplace_back(to_int(m), g.pick(partial_types));
         }
       }
+      for (auto& list : l.dm)
+        if (list.size() > 1 && g.coin()) std::reverse(list.begin(), list.end());
       // A tensor partial with any / all holds booleans: its other partial dims are any / all too.
       for (const auto& p : l.partial)
         if (p.second == reduce_type::any || p.second == reduce_type::all)
@@ -124,15 +136,15 @@ inline std::vector<std::vector<layout>> layouts(std::int64_t mesh_ndim, const st
 }
 
 /// Per axis label of `labels` (labels[i][d] names operand i's dim d), the least common
-/// multiple of the sizes of the mesh dims that shard it in the first ls.size() operands,
-/// whose layouts `ls` are (1 for a label none of them shards).
+/// multiple of the shard counts that split it in the first ls.size() operands, whose layouts
+/// `ls` are (1 for a label none of them shards).
 inline std::map<char, std::int64_t> label_lcm(const ctspmd::process_mesh& mesh, const std::vector<std::string>& labels,
                                               const std::vector<layout>& ls) {
   std::map<char, std::int64_t> out;
   for (std::size_t i = 0; i < labels.size(); ++i)
     for (std::size_t d = 0; d < labels[i].size(); ++d) {
       auto& v = out.try_emplace(labels[i][d], 1).first->second;
-      if (i < ls.size() && ls[i].dm[d] >= 0) v = std::lcm(v, mesh.dim_size(ls[i].dm[d]));
+      if (i < ls.size()) v = std::lcm(v, shards_of(mesh, ls[i].dm[d]));
     }
   return out;
 }
@@ -175,7 +187,7 @@ inline specs replicated_specs(const ctspmd::process_mesh& mesh, const std::vecto
 /// `l` with its sharded dims made replicated where `shape` does not divide evenly.
 inline layout even_only(layout l, const shape_t& shape, const ctspmd::process_mesh& mesh) {
   for (std::size_t d = 0; d < l.dm.size(); ++d)
-    if (l.dm[d] >= 0 && shape[d] % mesh.dim_size(l.dm[d]) != 0) l.dm[d] = -1;
+    if (shape[d] % shards_of(mesh, l.dm[d]) != 0) l.dm[d].clear();
   return l;
 }
 
@@ -215,6 +227,7 @@ struct rule_stats {
   std::string name;
   std::size_t forward = 0, forward_rejected = 0, backward = 0, backward_rejected = 0, failed = 0;
   std::size_t partial_inputs = 0, partial_outputs = 0;  ///< forward cases that simulate partial tensors
+  std::size_t phi = 0, co_sharded = 0;  ///< forward cases under phi, and with a co-shard in the answer
   std::size_t as_given = 0;  ///< backward cases whose outputs come back with the given dims mappings
   std::vector<std::string> failures;
   std::map<std::string, std::size_t> rejections;  ///< why the rule refused proposals: count per message form
@@ -229,14 +242,16 @@ struct rule_stats {
   void report() const {
     std::string why;
     for (const auto& [form, n] : rejections) why += "\n    " + std::to_string(n) + " x " + form;
-    MESSAGE(name << ": " << forward << " forward and " << backward << " backward cases simulated (forward: "
-                 << partial_inputs << " with partial inputs, " << partial_outputs << " with partial outputs; backward: "
+    MESSAGE(name << ": " << forward << " forward and " << backward << " backward cases simulated (forward: " << phi
+                 << " under phi, " << co_sharded << " with a co-shard, " << partial_inputs << " with partial inputs, "
+                 << partial_outputs << " with partial outputs; backward: "
                  << as_given << " with the outputs' dims mappings as given; "
                  << forward_rejected << " forward / " << backward_rejected << " backward proposals rejected by the rule"
                  << std::string(why.empty() ? "" : ":") << why << ")");
     for (const auto& f : failures) FAIL_CHECK(f);
     CHECK_MESSAGE(failed == 0, name << ": " << failed << " failed cases");
     CHECK(forward > 0);
+    CHECK(phi > 0);
   }
 };
 
@@ -261,15 +276,30 @@ void guarded(rule_stats& st, const std::string& what, F check) {
 }
 
 template <class Rule>
+void check_forward(rule_stats& st, const specs& in, const typename Rule::attributes& attrs, const op_case& c, rng& g,
+                   ctspmd::semantics s);
+/// `check_forward` under both semantics.
+template <class Rule>
 void check_forward(rule_stats& st, const specs& in, const typename Rule::attributes& attrs, const op_case& c, rng& g) {
-  guarded(st, "forward " + c.what + "\n  given:    " + describe(in), [&] {
-    const auto r = Rule::try_infer_forward(std::span<const dist_tensor_spec>(in), attrs);
+  check_forward<Rule>(st, in, attrs, c, g, ctspmd::semantics::fluid);
+  check_forward<Rule>(st, in, attrs, c, g, ctspmd::semantics::phi);
+}
+template <class Rule>
+void check_forward(rule_stats& st, const specs& in, const typename Rule::attributes& attrs, const op_case& c, rng& g,
+                   ctspmd::semantics s) {
+  guarded(st, "forward (" + std::string(to_string(s)) + ") " + c.what + "\n  given:    " + describe(in), [&] {
+    const auto r = Rule::try_infer_forward(std::span<const dist_tensor_spec>(in), attrs, s);
     if (!r) {
       ++st.forward_rejected;
       st.reject(r.error());
       return;
     }
     ++st.forward;
+    st.phi += s == ctspmd::semantics::phi ? 1 : 0;
+    bool co = false;
+    for (const auto& a : r->inputs) co = co || a.is_co_sharded();
+    for (const auto& a : r->outputs) co = co || a.is_co_sharded();
+    st.co_sharded += co ? 1 : 0;
     bool pin = false, pout = false;
     for (const auto& a : r->inputs) pin = pin || a.is_partial();
     for (const auto& a : r->outputs) pout = pout || a.is_partial();
@@ -277,51 +307,67 @@ void check_forward(rule_stats& st, const specs& in, const typename Rule::attribu
     st.partial_outputs += pout ? 1 : 0;
     const auto diff = simulate(*r, c.values, c.expected, c.kernel, g);
     if (!diff.empty())
-      st.fail("forward " + c.what + "\n  given:    " + describe(in) + "\n  inferred: " + describe(*r) + "\n  " + diff);
+      st.fail("forward (" + std::string(to_string(s)) + ") " + c.what + "\n  given:    " + describe(in) +
+              "\n  inferred: " + describe(*r) + "\n  " + diff);
   });
 }
 
-/// Checks `Rule`'s backward answer for outputs `out` (see the file comment).
+/// Checks `Rule`'s backward answer for outputs `out` (see the file comment), under `s`.
+template <class Rule>
+void check_backward(rule_stats& st, const specs& in, const specs& out, const typename Rule::attributes& attrs,
+                    const op_case& c, rng& g, ctspmd::semantics s);
+/// `check_backward` under both semantics.
 template <class Rule>
 void check_backward(rule_stats& st, const specs& in, const specs& out, const typename Rule::attributes& attrs,
                     const op_case& c, rng& g) {
-  guarded(st, "backward " + c.what + "\n  outputs:  " + describe(out), [&] {
+  check_backward<Rule>(st, in, out, attrs, c, g, ctspmd::semantics::fluid);
+  check_backward<Rule>(st, in, out, attrs, c, g, ctspmd::semantics::phi);
+}
+template <class Rule>
+void check_backward(rule_stats& st, const specs& in, const specs& out, const typename Rule::attributes& attrs,
+                    const op_case& c, rng& g, ctspmd::semantics s) {
+  guarded(st, "backward (" + std::string(to_string(s)) + ") " + c.what + "\n  outputs:  " + describe(out), [&] {
     const auto b = Rule::try_infer_backward(std::span<const dist_tensor_spec>(in), std::span<const dist_tensor_spec>(out),
-                                            attrs);
+                                            attrs, s);
     if (!b) {
       ++st.backward_rejected;
       st.reject(b.error());
       return;
     }
     ++st.backward;
-    const std::string where = "backward " + c.what + "\n  outputs:  " + describe(out) + "\n  inferred: " + describe(*b);
+    const std::string where = "backward (" + std::string(to_string(s)) + ") " + c.what + "\n  outputs:  " + describe(out) +
+                              "\n  inferred: " + describe(*b);
     if (b->outputs.size() != out.size() || b->inputs.size() != in.size())
       return st.fail(where + "\n  wrong operand counts");
     bool all_given = true;
     for (std::size_t o = 0; o < out.size(); ++o) {
-      const auto& got = b->outputs[o].dims_mapping();
-      const auto& given = out[o].dims_mapping();
+      const auto got = b->outputs[o].multi_dims_mapping();
+      const auto given = out[o].multi_dims_mapping();
       if (got.size() != given.size()) return st.fail(where + "\n  output " + std::to_string(o) + " changed rank");
-    all_given = all_given && got == given;
-      for (std::size_t d = 0; d < got.size(); ++d) {
-        // Kept, dropped, or (several outputs being merged) taken from another given output.
-        bool from_another = false;
-        for (std::size_t p = 0; p < out.size(); ++p)
-          for (auto m : out[p].dims_mapping()) from_another = from_another || (p != o && m == got[d]);
-        if (got[d] != given[d] && got[d] != -1 && !from_another)
-          return st.fail(where + "\n  output " + std::to_string(o) + " dim " + std::to_string(d) +
-                         " gets a sharding no output had");
-      }
+      all_given = all_given && got == given;
+      for (std::size_t d = 0; d < got.size(); ++d)
+        for (const auto m : got[d]) {
+          // Kept, dropped, or (several outputs being merged) taken from another given output;
+          // under phi also moved from another dim of the same output (reshape moves the mesh
+          // dims of merged dims onto the leftmost one).
+          bool kept = false, from_another = false;
+          for (const auto g0 : given[d]) kept = kept || g0 == m;
+          for (std::size_t p = 0; p < out.size(); ++p)
+            from_another = from_another || ((p != o || s == ctspmd::semantics::phi) && out[p].dist_attr().shards(m));
+          if (!kept && !from_another)
+            return st.fail(where + "\n  output " + std::to_string(o) + " dim " + std::to_string(d) +
+                           " gets a sharding no output had");
+        }
     }
     st.as_given += all_given ? 1 : 0;
     specs again;
     for (std::size_t i = 0; i < in.size(); ++i) again.emplace_back(in[i].shape(), b->inputs[i]);
-    const auto f = Rule::try_infer_forward(std::span<const dist_tensor_spec>(again), attrs);
+    const auto f = Rule::try_infer_forward(std::span<const dist_tensor_spec>(again), attrs, s);
     if (!f) return st.fail(where + "\n  forward from the inferred inputs is rejected: " + ctspmd::to_string(f.error()));
     if (!(f->inputs == b->inputs))
       return st.fail(where + "\n  forward from the inferred inputs reshards them: " + describe(*f));
     for (std::size_t o = 0; o < out.size(); ++o)
-      if (!(f->outputs[o].dims_mapping() == b->outputs[o].dims_mapping()))
+      if (!(f->outputs[o].multi_dims_mapping() == b->outputs[o].multi_dims_mapping()))
         return st.fail(where + "\n  forward from the inferred inputs gives " + describe(*f));
     const auto diff = simulate(*f, c.values, c.expected, c.kernel, g);
     if (!diff.empty()) st.fail(where + "\n  forward from them: " + describe(*f) + "\n  " + diff);

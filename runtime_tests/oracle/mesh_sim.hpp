@@ -7,7 +7,9 @@
 // coordinates):
 // - a dim sharded on mesh dim m is cut into mesh.dim_size(m) equal blocks, device c holding
 //   block c[m] (DESIGN.md: "split evenly"; an uneven split is an error unless the caller asks
-//   for Paddle's uneven chunks, ceil(n / s) per device, the last ones shorter);
+//   for Paddle's uneven chunks, ceil(n / s) per device, the last ones shorter); a dim split over
+//   mesh dims m0, m1, ... (a co-shard, major first) is cut into the product of their sizes, device
+//   c holding block (c[m0] * size(m1) + c[m1]) * size(m2) + ...;
 // - a tensor partial on mesh dims p0 < p1 < ... holds, on each device, a part: the value is
 //   reduce_{p0}(reduce_{p1}(... parts)) with each dim's reduce type. `make_parts` cuts a value
 //   into parts that combine to it: uneven, sign-varying addends for sum (and avg), one device
@@ -161,15 +163,38 @@ inline tensor combine(const std::vector<tensor>& parts, reduce_type r) {
   return out;
 }
 
+/// Which block of tensor dim `d` the device at coordinates `c` holds under `attr`, and of how
+/// many: its mesh dims' coordinates read major first (block 0 of 1 when `d` is replicated).
+struct block_of_dim {
+  std::int64_t index = 0;
+  std::int64_t count = 1;
+};
+inline block_of_dim block_on(const ctspmd::tensor_dist_attr& attr, std::size_t d, const shape_t& c) {
+  block_of_dim b;
+  for (const auto m : attr.mesh_dims_of(d)) {
+    b.index = b.index * attr.process_mesh().dim_size(m) + c[to_size(m)];
+    b.count *= attr.process_mesh().dim_size(m);
+  }
+  return b;
+}
+
+/// The chunk of dim `d` (of global size `n`) that device `c` holds under `attr`.
+inline chunk chunk_on(const ctspmd::tensor_dist_attr& attr, std::size_t d, std::int64_t n, const shape_t& c, bool even) {
+  const auto b = block_on(attr, d, c);
+  return shard_of(n, b.count, b.index, even);
+}
+
+inline void check_rank(const ctspmd::tensor_dist_attr& attr, const shape_t& global) {
+  if (attr.rank() != global.size())
+    throw oracle_error("a dims mapping of " + std::to_string(attr.rank()) + " entries for a tensor of shape " +
+                       shape_string(global));
+}
+
 /// The local shape on device coordinates `c` of a tensor of `global` shape laid out as `attr`.
 inline shape_t local_shape(const shape_t& global, const ctspmd::tensor_dist_attr& attr, const shape_t& c, bool even) {
-  const auto& dm = attr.dims_mapping();
-  if (dm.size() != global.size())
-    throw oracle_error("a dims mapping of " + std::to_string(dm.size()) + " entries for a tensor of shape " +
-                       shape_string(global));
+  check_rank(attr, global);
   shape_t s = global;
-  for (std::size_t d = 0; d < s.size(); ++d)
-    if (dm[d] >= 0) s[d] = shard_of(global[d], attr.process_mesh().dim_size(dm[d]), c[to_size(dm[d])], even).len;
+  for (std::size_t d = 0; d < s.size(); ++d) s[d] = chunk_on(attr, d, global[d], c, even).len;
   return s;
 }
 
@@ -177,10 +202,7 @@ inline shape_t local_shape(const shape_t& global, const ctspmd::tensor_dist_attr
 inline std::vector<tensor> distribute(const tensor& value, const ctspmd::tensor_dist_attr& attr, rng& g,
                                       bool even = true) {
   const auto& mesh = attr.process_mesh();
-  const auto& dm = attr.dims_mapping();
-  if (dm.size() != value.shape.size())
-    throw oracle_error("a dims mapping of " + std::to_string(dm.size()) + " entries for an input of shape " +
-                       shape_string(value.shape));
+  check_rank(attr, value.shape);
   const auto pd = attr.partial_dims();
   // leaves[(j0 * s1 + j1) * s2 + ...]: the part held at partial coordinates (j0, j1, ...).
   std::vector<tensor> leaves{value};
@@ -196,11 +218,10 @@ inline std::vector<tensor> distribute(const tensor& value, const ctspmd::tensor_
     std::size_t leaf = 0;
     for (auto m : pd) leaf = leaf * to_size(mesh.dim_size(m)) + to_size(c[to_size(m)]);
     tensor t = leaves[leaf];
-    for (std::size_t d = 0; d < dm.size(); ++d)
-      if (dm[d] >= 0) {
-        const auto ch = shard_of(value.shape[d], mesh.dim_size(dm[d]), c[to_size(dm[d])], even);
-        t = slice(t, d, ch.start, ch.len);
-      }
+    for (std::size_t d = 0; d < attr.rank(); ++d) {
+      const auto ch = chunk_on(attr, d, value.shape[d], c, even);
+      if (ch.len != value.shape[d]) t = slice(t, d, ch.start, ch.len);
+    }
     out.push_back(std::move(t));
   }
   return out;
@@ -211,13 +232,10 @@ inline std::vector<tensor> distribute(const tensor& value, const ctspmd::tensor_
 inline tensor assemble(const std::vector<tensor>& locals, const ctspmd::tensor_dist_attr& attr, const shape_t& global,
                        bool even = true) {
   const auto& mesh = attr.process_mesh();
-  const auto& dm = attr.dims_mapping();
   if (to_int(locals.size()) != mesh.size()) throw oracle_error("a local tensor per device expected");
   const auto pd = attr.partial_dims();
   std::vector<bool> used(to_size(mesh.ndim()), false);  // sharding or partial
-  for (auto m : dm)
-    if (m >= 0) used[to_size(m)] = true;
-  for (auto m : pd) used[to_size(m)] = true;
+  for (std::int64_t m = 0; m < mesh.ndim(); ++m) used[to_size(m)] = attr.shards(m) || attr.is_partial(m);
 
   for (std::int64_t dev = 0; dev < mesh.size(); ++dev) {
     const auto c = device_coords(mesh, dev);
@@ -255,8 +273,7 @@ inline tensor assemble(const std::vector<tensor>& locals, const ctspmd::tensor_d
     if (!shard_owner) continue;
     const tensor block = combined(0, c);
     shape_t start(global.size(), 0);
-    for (std::size_t d = 0; d < dm.size(); ++d)
-      if (dm[d] >= 0) start[d] = shard_of(global[d], mesh.dim_size(dm[d]), c[to_size(dm[d])], even).start;
+    for (std::size_t d = 0; d < attr.rank(); ++d) start[d] = chunk_on(attr, d, global[d], c, even).start;
     shape_t gi(global.size());
     std::size_t o = 0;
     for_each_index(block.shape, [&](const shape_t& idx) {

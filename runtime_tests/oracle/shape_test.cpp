@@ -249,7 +249,7 @@ TEST_CASE("oracle: concat") {
               for (std::size_t i = 1; i < n; ++i) {
                 ls[i].partial.clear();
                 for (const auto& p : ls[0].partial)
-                  if (std::find(ls[i].dm.begin(), ls[i].dm.end(), p.first) == ls[i].dm.end()) ls[i].partial.push_back(p);
+                  if (!make_attr(mesh, ls[i]).shards(p.first)) ls[i].partial.push_back(p);
               }
             const auto sizes = label_sizes(mesh, labels, ls, g);
             std::vector<shape_t> shapes;

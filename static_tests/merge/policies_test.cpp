@@ -132,11 +132,14 @@ static_assert(concat_case.map.mesh_dims_of('c') == mesh_dims{0} && concat_case.m
 // agreement is kept; agreement on an axis outside `align` (the concat axis) is dropped
 constexpr auto agreed = align({flat({8, 16}, {0, 1}), flat({4, 16}, {0, 1})}, "ab", "b");
 static_assert(agreed.map.mesh_dims_of('b') == mesh_dims{1} && !agreed.map.contains('a'));
-// ties go to the smaller letter; an axis smaller than the mesh dim cannot take it
+// ties go to the smaller letter; an axis smaller than the mesh dim cannot take it,
 constexpr auto ties = align({flat({8, 8, 8}, {0, -1, -1}), flat({8, 8, 8}, {-1, -1, -1})}, "abc", "bc");
 static_assert(ties.map.mesh_dims_of('b') == mesh_dims{0} && !ties.map.contains('c'));
 constexpr auto too_small = align({flat({8, 1, 8}, {0, -1, -1}), flat({8, 1, 8}, {-1, -1, -1})}, "abc", "bc");
 static_assert(too_small.map.mesh_dims_of('c') == mesh_dims{0});
+// nor an axis the mesh dim does not divide (phi would shard b's 3 over 2 devices)
+constexpr auto indivisible = align({flat({8, 3, 8}, {0, -1, -1}), flat({8, 3, 8}, {-1, -1, -1})}, "abc", "bc");
+static_assert(indivisible.map.mesh_dims_of('c') == mesh_dims{0} && !indivisible.map.contains('b'));
 // partial kept when every input is partial with sum or avg (and allowed), dropped otherwise
 constexpr dist_tensor_spec partial_on(tensor_shape s, dims_mapping m, reduce_type r) {
   tensor_dist_attr a(mesh22, m);

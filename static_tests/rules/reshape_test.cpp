@@ -241,6 +241,9 @@ static_assert(reshapes({4, 6, 8}, {{0}, {}, {1}}, {8, 6, 4}, {{0}, {}, {}}, {{0}
 static_assert(reshapes({4, 6, 8}, {{0, 1}, {}, {}}, {8, 6, 4}, {{0, 1}, {}, {}}, {{0, 1}, {}, {}}));
 static_assert(reshapes({4, 6, 8}, {{}, {}, {0, 1}}, {24, 2, 4}, {{}, {}, {}}, {{}, {}, {}}));
 static_assert(reshapes({4, 6, 8}, {{}, {}, {0, 1}}, {24, 4, 2}, {{}, {}, {0, 1}}, {{}, {0, 1}, {}}));
+// a mesh dim moves onto the group's first dim only if that dim's size stays divisible (phi
+// checks only the split's first piece, and would give [2, 4, 5]'s first dim [1, 0])
+static_assert(reshapes({2, 4, 5}, {{1}, {0}, {}}, {4, 2, 5}, {{1}, {}, {}}, {{1}, {}, {}}));
 // fluid keeps only the first dim's mesh dims through a flatten
 static_assert(is(reshape::infer_forward({co(m22, {4, 6, 8}, {{0}, {1}, {}})}, {.shape = {192}}).outputs[0], {{0}}));
 // partial status passes through under phi too

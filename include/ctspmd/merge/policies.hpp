@@ -268,9 +268,10 @@ using kept_partial = std::array<std::int8_t, max_mesh_ndim>;
 /// 2. Otherwise m goes to the cheapest axis of `align` that has no mesh dim yet: an operand
 ///    costs nothing if it already shards that axis, and otherwise its local element count times
 ///    m's size (what it would move; a cost beyond int64 counts as its largest value); an axis
-///    smaller than m's size in some operand cannot take it. Ties go to the smaller letter; if no
-///    axis can take m, it stays unused.
-/// (phi checks only "smaller than the mesh dim"; like phi, uneven shards are allowed here.)
+///    whose size m's size does not divide in some operand cannot take it (unknown sizes can).
+///    Ties go to the smaller letter; if no axis can take m, it stays unused.
+/// (phi only refuses an axis smaller than m's size, so it can propose an uneven shard; here a
+/// shard is always even.)
 template <class Labels, class Attrs, class Shapes>
 constexpr void align_least_cost(axis_to_dim_map& map, kept_partial& partial, std::size_t count, Labels labels,
                                 Attrs attr, Shapes shape, std::string_view align, bool allow_partial) {
@@ -336,7 +337,7 @@ constexpr void align_least_cost(axis_to_dim_map& map, kept_partial& partial, std
         if (empty(t)) continue;
         const auto d = dim_of(t, label);
         const auto& s = shape(t);
-        if (s[d] != -1 && s[d] < mesh_size) {
+        if (s[d] != -1 && s[d] % mesh_size != 0) {
           cost = infinite;
         } else if (attr(t).mesh_dims_of(d).empty()) {
           std::int64_t local = 1;  // the operand's local element count (unknown sizes count 1)

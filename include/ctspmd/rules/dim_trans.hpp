@@ -218,9 +218,11 @@ constexpr void infer_from_dim_trans(const dim_lists& input, const dim_trans_list
 
 /// The co-shard form of `infer_from_dim_trans` (phi): the first input dim of each group carries
 /// the group's sharding, and the mesh dims of the group's later dims move onto it, in order,
-/// while the size it carries stays divisible by their shard count: for a flatten that size is
-/// the first dim's own, for a split that of output 0 (whose first dim's list must itself
-/// divide it, or nothing is carried). The first later dim that is replicated, or whose mesh dims
+/// while the first dim's size stays divisible by their shard count, and for a split also the
+/// size of output 0 (whose first dim's list must itself divide it, or nothing is carried).
+/// (phi checks only output 0's size for a split, so it can move a mesh dim onto a first dim
+/// too small for it, as in `[2, 4]` split `[[1], [0]]` on `[2, 2]` reshaped to `[4, 2]`; here
+/// the first dim keeps `[1]`.) The first later dim that is replicated, or whose mesh dims
 /// would break divisibility, stops the move; the dims not moved become replicated. An input dim
 /// keeps its whole list. So `[4, 6, 8]` split `[[0], [1], []]` on a `[2, 2]` mesh flattened to
 /// `[192]` requires `[[0, 1], [], []]` and gives `[[0, 1]]` (fluid gives `[[0]]` and drops mesh
@@ -241,7 +243,7 @@ constexpr void infer_from_dim_trans_co_shard(const dim_lists& input, const tenso
       output.push_back(input[d0]);
       continue;
     }
-    const std::int64_t size = t.kind == dim_trans_kind::flatten ? input_shape[d0] : t.split_shape[0];
+    const std::int64_t piece = t.kind == dim_trans_kind::split ? t.split_shape[0] : input_shape[d0];
     mesh_dim_list carried;
     for (std::size_t k = 0; k < t.inputs.size(); ++k) {
       const mesh_dim_list l = input[static_cast<std::size_t>(t.inputs[k])];
@@ -252,7 +254,8 @@ constexpr void infer_from_dim_trans_co_shard(const dim_lists& input, const tenso
         carried = candidate;
         continue;
       }
-      if (!detail::divisible(size, candidate.shards(mesh))) break;
+      const std::int64_t shards = candidate.shards(mesh);
+      if (!detail::divisible(piece, shards) || !detail::divisible(input_shape[d0], shards)) break;
       carried = candidate;
     }
     required[d0] = carried;
