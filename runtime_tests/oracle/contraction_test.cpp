@@ -92,6 +92,33 @@ TEST_CASE("oracle: matmul") {
   st.report();
 }
 
+TEST_CASE("oracle: bmm") {
+  rule_stats st{"bmm"};
+  rng g(0x626d6dULL);
+  using rule = ctspmd::rules::bmm;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    const std::string what = "bmm " + mesh_string(mesh);
+    auto make_case = [&](const shape_t& xs, const shape_t& ys) {
+      op_case c{{random_tensor(xs, g), random_tensor(ys, g)}, {}, matmul_kernel(false, false), what};
+      c.expected.emplace_back(ops::matmul(c.values[0], c.values[1], false, false));
+      return c;
+    };
+    for (const auto& ls : layouts(mesh.ndim(), {3, 3}, {reduce_type::sum, reduce_type::max}, 60, g)) {
+      const auto sizes = label_sizes(mesh, {"bmk", "bkn"}, ls, g);
+      const shape_t xs = shape_of("bmk", sizes), ys = shape_of("bkn", sizes);
+      check_forward<rule>(st, make_specs(mesh, {xs, ys}, ls), {}, make_case(xs, ys), g);
+    }
+    for (const auto& ls : layouts(mesh.ndim(), {3}, {}, 30, g)) {
+      const auto sizes = label_sizes(mesh, {"bmn", "bmk", "bkn"}, ls, g);
+      const shape_t xs = shape_of("bmk", sizes), ys = shape_of("bkn", sizes);
+      check_backward<rule>(st, replicated_specs(mesh, {xs, ys}), make_specs(mesh, {shape_of("bmn", sizes)}, ls), {},
+                           make_case(xs, ys), g);
+    }
+  }
+  st.report();
+}
+
 namespace {
 
 /// Einsum notations the oracle runs: contractions, transposition, full reduction, outer

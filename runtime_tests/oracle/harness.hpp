@@ -64,6 +64,11 @@ inline ctspmd::tensor_shape to_tshape(const shape_t& s) {
   return t;
 }
 
+/// Every reduce type.
+inline const std::vector<reduce_type> all_reduce_types = {reduce_type::sum, reduce_type::avg, reduce_type::max,
+                                                          reduce_type::min, reduce_type::prod, reduce_type::any,
+                                                          reduce_type::all};
+
 /// One operand's layout: per dim its mesh dims (major first), and its partial status.
 struct layout {
   ctspmd::multi_dims_mapping dm;

@@ -85,6 +85,22 @@ inline tensor concat(const std::vector<tensor>& xs, std::int64_t axis) {
   return ctspmd_oracle::concat(xs, normalize_axis(axis, xs.at(0).rank()));
 }
 
+/// The stacking of `xs` (one shape) along a new dim `axis` of the output (rank + 1).
+inline tensor stack(const std::vector<tensor>& xs, std::int64_t axis) {
+  const std::int64_t rank = xs.at(0).rank() + 1;
+  if (axis < -rank || axis >= rank)
+    throw oracle_error("stack axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  const std::size_t a = to_size(axis < 0 ? axis + rank : axis);
+  std::vector<tensor> parts;
+  for (const auto& x : xs) {
+    if (x.shape != xs[0].shape) throw oracle_error("stack of " + shape_string(x.shape) + " and " + shape_string(xs[0].shape));
+    shape_t s = x.shape;
+    s.insert(s.begin() + to_int(a), 1);
+    parts.push_back(reshape(x, s));
+  }
+  return ctspmd_oracle::concat(parts, a);
+}
+
 // ---------------------------------------------------------------------------- elementwise
 
 /// The numpy broadcast of `shapes` (right-aligned; size 1 stretches).
@@ -441,6 +457,36 @@ inline tensor einsum(std::string_view notation, const std::vector<tensor>& in) {
       if (out_pos[d] != std::string::npos) sub[d] = all[out_pos[d]];
     out[sub] += prod;
   });
+  return out;
+}
+
+/// The determinant of each matrix in the last two dims of x (square): a tensor of the leading
+/// dims. Gaussian elimination with partial pivoting.
+inline tensor det(const tensor& x) {
+  const auto r = x.shape.size();
+  if (r < 2 || x.shape[r - 1] != x.shape[r - 2]) throw oracle_error("det of " + shape_string(x.shape));
+  const auto n = to_size(x.shape[r - 1]);
+  tensor out(shape_t(x.shape.begin(), x.shape.end() - 2));
+  for (std::size_t b = 0; b < out.data.size(); ++b) {
+    std::vector<double> m(x.data.begin() + to_int(b * n * n), x.data.begin() + to_int((b + 1) * n * n));
+    double d = 1;
+    for (std::size_t c = 0; c < n && d != 0; ++c) {
+      std::size_t p = c;
+      for (std::size_t i = c + 1; i < n; ++i)
+        if (std::abs(m[i * n + c]) > std::abs(m[p * n + c])) p = i;
+      if (m[p * n + c] == 0) d = 0;
+      if (p != c) {
+        for (std::size_t j = 0; j < n; ++j) std::swap(m[p * n + j], m[c * n + j]);
+        d = -d;
+      }
+      d *= m[c * n + c];
+      for (std::size_t i = c + 1; i < n && d != 0; ++i) {
+        const double f = m[i * n + c] / m[c * n + c];
+        for (std::size_t j = c; j < n; ++j) m[i * n + j] -= f * m[c * n + j];
+      }
+    }
+    out.data[b] = d;
+  }
   return out;
 }
 

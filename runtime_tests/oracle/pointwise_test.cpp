@@ -103,6 +103,48 @@ TEST_CASE("oracle: elementwise") {
   st.report();
 }
 
+// cast (to the same type here: the values pass through) keeps partial status; full_like
+// gives a constant, which no partial status may claim.
+TEST_CASE("oracle: cast and full_like") {
+  rule_stats cast_st{"cast"}, full_st{"full_like"};
+  rng g(0x63617374ULL);
+  constexpr double fill = 1.5;
+  const auto cast_kernel = per_device([](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+    return std::vector<tensor>{in[0]};
+  });
+  const auto full_kernel = per_device([](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+    return std::vector<tensor>{tensor(in[0].shape, fill)};
+  });
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 0; rank <= 4; ++rank) {
+      const std::string xl = letters.substr(0, rank);
+      auto cases = [&](const shape_t& xs, const layout& l) {
+        op_case cast{{values_for(xs, l, g)}, {}, cast_kernel, "cast " + mesh_string(mesh)};
+        cast.expected.emplace_back(cast.values[0]);
+        op_case full{{values_for(xs, l, g)}, {}, full_kernel, "full_like " + mesh_string(mesh)};
+        full.expected.emplace_back(tensor(xs, fill));
+        return std::pair{cast, full};
+      };
+      for (const auto& ls : layouts(mesh.ndim(), {rank}, all_reduce_types, 12, g)) {
+        const shape_t xs = shape_of(xl, label_sizes(mesh, {xl}, ls, g));
+        const auto [cast, full] = cases(xs, ls[0]);
+        check_forward<ctspmd::rules::cast>(cast_st, make_specs(mesh, {xs}, ls), {}, cast, g);
+        check_forward<ctspmd::rules::full_like>(full_st, make_specs(mesh, {xs}, ls), {fill}, full, g);
+      }
+      for (const auto& ls : layouts(mesh.ndim(), {rank}, {}, 6, g)) {
+        const shape_t xs = shape_of(xl, label_sizes(mesh, {xl}, ls, g));
+        const auto [cast, full] = cases(xs, replicated_layout(rank));
+        check_backward<ctspmd::rules::cast>(cast_st, replicated_specs(mesh, {xs}), make_specs(mesh, {xs}, ls), {}, cast, g);
+        check_backward<ctspmd::rules::full_like>(full_st, replicated_specs(mesh, {xs}), make_specs(mesh, {xs}, ls), {fill},
+                                                 full, g);
+      }
+    }
+  }
+  cast_st.report();
+  full_st.report();
+}
+
 TEST_CASE("oracle: transpose") {
   rule_stats st{"transpose"};
   rng g(0x7472616e73ULL);

@@ -10,9 +10,6 @@ using ctspmd::process_mesh;
 namespace {
 
 const std::string letters = "abcd";
-const std::vector<reduce_type> all_reduce_types = {reduce_type::sum, reduce_type::avg, reduce_type::max,
-                                                   reduce_type::min, reduce_type::prod, reduce_type::any,
-                                                   reduce_type::all};
 
 /// Values for a reduction of `kind`: 0/1 for any / all, non-zero factors near 1 for prod.
 tensor reduction_input(const shape_t& s, ops::reduce_kind kind, rng& g) {
@@ -103,6 +100,39 @@ TEST_CASE("oracle: reduction") {
   check_reduction<rule_for<"any">>("any", kind::any, g);
   check_reduction<rule_for<"all">>("all", kind::all, g);
   check_reduction<rule_for<"frobenius_norm">>("frobenius_norm", kind::frobenius_norm, g);
+}
+
+TEST_CASE("oracle: det") {
+  rule_stats st{"det"};
+  rng g(0x646574ULL);
+  using rule = ctspmd::rules::det;
+  const auto kernel = per_device([](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+    return std::vector<tensor>{ops::det(in[0])};
+  });
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    const std::string what = "det " + mesh_string(mesh);
+    for (std::size_t rank = 2; rank <= 4; ++rank) {
+      const std::string xl = letters.substr(0, rank - 2) + "nn";  // square matrices
+      const std::string ol = letters.substr(0, rank - 2);
+      auto make_case = [&](const shape_t& xs, const layout& l) {
+        op_case c{{values_for(xs, l, g)}, {}, kernel, what};
+        c.expected.emplace_back(ops::det(c.values[0]));
+        return c;
+      };
+      for (const auto& ls : layouts(mesh.ndim(), {rank}, all_reduce_types, 20, g)) {
+        const shape_t xs = shape_of(xl, label_sizes(mesh, {xl}, ls, g));
+        check_forward<rule>(st, make_specs(mesh, {xs}, ls), {}, make_case(xs, ls[0]), g);
+      }
+      for (const auto& ls : layouts(mesh.ndim(), {rank - 2}, {}, 6, g)) {
+        const auto sizes = label_sizes(mesh, {ol, xl}, ls, g);
+        const shape_t xs = shape_of(xl, sizes);
+        check_backward<rule>(st, replicated_specs(mesh, {xs}), make_specs(mesh, {shape_of(ol, sizes)}, ls), {},
+                             make_case(xs, replicated_layout(rank)), g);
+      }
+    }
+  }
+  st.report();
 }
 
 TEST_CASE("oracle: layer_norm") {

@@ -9,9 +9,6 @@ using ctspmd::process_mesh;
 namespace {
 
 const std::string letters = "abcd";
-const std::vector<reduce_type> all_reduce_types = {reduce_type::sum, reduce_type::avg, reduce_type::max,
-                                                   reduce_type::min, reduce_type::prod, reduce_type::any,
-                                                   reduce_type::all};
 
 /// A divisor of n in (1, n), or 0 if n is 1 or prime.
 std::int64_t some_divisor(std::int64_t n, rng& g) {
@@ -267,6 +264,109 @@ TEST_CASE("oracle: concat") {
             const auto os = c.expected[0]->shape;
             check_backward<rule>(st, replicated_specs(mesh, shapes), make_specs(mesh, {os}, {even_only(ls[0], os, mesh)}),
                                  attrs, c, g);
+          }
+        }
+  }
+  st.report();
+}
+
+TEST_CASE("oracle: flatten") {
+  rule_stats st{"flatten"};
+  rng g(0x666c617474656eULL);
+  using rule = ctspmd::rules::flatten;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 0; rank <= 4; ++rank)
+      for (std::size_t start = 0; start < std::max<std::size_t>(rank, 1); ++start)
+        for (std::size_t stop = start; stop < std::max<std::size_t>(rank, 1); ++stop) {
+          // Negative axes now and then (a 0-D x takes 0 or -1).
+          const std::int64_t r = std::max<std::int64_t>(to_int(rank), 1);
+          const rule::attributes attrs{g.coin() ? to_int(start) : to_int(start) - r, g.coin() ? to_int(stop) : to_int(stop) - r};
+          const std::string xl = letters.substr(0, rank);
+          const std::string what = "flatten " + mesh_string(mesh) + " rank " + std::to_string(rank) + " axes " +
+                                   std::to_string(attrs.start_axis) + " to " + std::to_string(attrs.stop_axis);
+          auto target_of = [&](const shape_t& xs) {
+            if (xs.empty()) return shape_t{1};
+            shape_t t(xs.begin(), xs.begin() + to_int(start));
+            t.push_back(numel(shape_t(xs.begin() + to_int(start), xs.begin() + to_int(stop) + 1)));
+            t.insert(t.end(), xs.begin() + to_int(stop) + 1, xs.end());
+            return t;
+          };
+          for (const auto& ls : layouts(mesh.ndim(), {rank}, all_reduce_types, 10, g)) {
+            const shape_t xs = shape_of(xl, label_sizes(mesh, {xl}, ls, g));
+            op_case c{{values_for(xs, ls[0], g)}, {}, reshape_kernel(target_of(xs)), what};
+            c.expected.emplace_back(ops::reshape(c.values[0], target_of(xs)));
+            check_forward<rule>(st, make_specs(mesh, {xs}, ls), attrs, c, g);
+          }
+          // Backward: the output laid out and sized first; its flattened dim splits into x's.
+          const std::size_t out_rank = rank == 0 ? 1 : rank - (stop - start);
+          for (const auto& ls : layouts(mesh.ndim(), {out_rank}, {}, 4, g)) {
+            const std::string ol = letters.substr(0, out_rank);
+            const shape_t os = shape_of(ol, label_sizes(mesh, {ol}, ls, g));
+            shape_t xs(os.begin(), os.begin() + to_int(std::min(start, out_rank)));
+            if (rank > 0) {
+              std::int64_t left = os[start];  // split into stop - start + 1 factors
+              for (std::size_t d = start; d < stop; ++d) {
+                const auto f = some_divisor(left, g);
+                xs.push_back(f == 0 ? 1 : f);
+                left /= xs.back();
+              }
+              xs.push_back(left);
+              xs.insert(xs.end(), os.begin() + to_int(start) + 1, os.end());
+            } else if (os[0] != 1) {
+              continue;  // a 0-D x flattens to [1] only
+            }
+            op_case c{{random_tensor(xs, g)}, {}, reshape_kernel(os), what};
+            c.expected.emplace_back(ops::reshape(c.values[0], os));
+            check_backward<rule>(st, replicated_specs(mesh, {xs}), make_specs(mesh, {os}, ls), attrs, c, g);
+          }
+        }
+  }
+  st.report();
+}
+
+TEST_CASE("oracle: stack") {
+  rule_stats st{"stack"};
+  rng g(0x737461636bULL);
+  using rule = ctspmd::rules::stack;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t n = 1; n <= 3; ++n)
+      for (std::size_t rank = 0; rank <= 3; ++rank)
+        for (std::size_t a = 0; a <= rank; ++a) {
+          const rule::attributes attrs{g.coin() ? to_int(a) : to_int(a) - to_int(rank) - 1};
+          const std::string xl = letters.substr(0, rank);
+          const std::string what = "stack " + mesh_string(mesh) + " of " + std::to_string(n) + " inputs of rank " +
+                                   std::to_string(rank) + " axis " + std::to_string(attrs.axis);
+          const auto kernel = per_device([attrs](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+            return std::vector<tensor>{ops::stack(in, attrs.axis)};
+          });
+          auto make_case = [&](const shape_t& xs, const std::vector<layout>& ls) {
+            op_case c{{}, {}, kernel, what};
+            for (std::size_t i = 0; i < n; ++i)
+              c.values.push_back(i < ls.size() ? values_for(xs, ls[i], g) : random_tensor(xs, g));
+            c.expected.emplace_back(ops::stack(c.values, attrs.axis));
+            return c;
+          };
+          for (auto ls : layouts(mesh.ndim(), std::vector<std::size_t>(n, rank), all_reduce_types, 16, g)) {
+            if (g.coin())  // inputs partial alike, as in concat's test
+              for (std::size_t i = 1; i < n; ++i) {
+                ls[i].partial.clear();
+                for (const auto& p : ls[0].partial)
+                  if (!make_attr(mesh, ls[i]).shards(p.first)) ls[i].partial.push_back(p);
+              }
+            const shape_t xs = shape_of(xl, label_sizes(mesh, std::vector<std::string>(n, xl), ls, g));
+            check_forward<rule>(st, make_specs(mesh, std::vector<shape_t>(n, xs), ls), attrs, make_case(xs, ls), g);
+          }
+          for (const auto& ls : layouts(mesh.ndim(), {rank + 1}, {}, 6, g)) {
+            std::string ol = xl;
+            ol.insert(a, 1, 'N');
+            auto sizes = label_sizes(mesh, {ol}, ls, g);
+            sizes['N'] = to_int(n);
+            const shape_t xs = shape_of(xl, sizes);
+            const shape_t os = shape_of(ol, sizes);
+            check_backward<rule>(st, replicated_specs(mesh, std::vector<shape_t>(n, xs)),
+                                 make_specs(mesh, {os}, {even_only(ls[0], os, mesh)}), attrs, make_case(xs, {}), g);
           }
         }
   }
