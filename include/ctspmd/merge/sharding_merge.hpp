@@ -245,19 +245,30 @@ constexpr axis_to_dim_map sharding_merge_for_tensors(std::initializer_list<axes_
 
 namespace detail {
 
+/// The mesh dims of label `a` under `map` (empty for '1'), or `axis_to_dim_map::invalid` when `a`
+/// is no label, or has no entry and `unsharded_miss_axis` is false.
+constexpr mesh_dim_list mapped_list(char a, const axis_to_dim_map& map, bool unsharded_miss_axis) {
+  const mesh_dim_list l = map.list_or_invalid(a);  // empty for '1' and for a letter without an entry
+  return !unsharded_miss_axis && l.empty() && a != broadcast_label && !map.contains(a) ? axis_to_dim_map::invalid : l;
+}
+constexpr error_info too_many_axes(std::size_t n) {
+  return make_error(error_kind::invalid_argument, "get_dims_mapping_for_axes", "{} axes exceed max_rank = {}", n,
+                    max_rank);
+}
+constexpr error_info unmapped_axis(char a) {
+  return make_error(error_kind::invalid_argument, "get_dims_mapping_for_axes",
+                    "tensor axis '{c}' is not in the axis-to-dim map", a);
+}
+
 /// Calls `f(list)` with the mesh dims of each label of `axes` (a string, or any indexable
 /// sequence of labels with size()) under `map`, or returns the error `get_dims_mapping_for_axes`
 /// gives (see `try_get_dims_mapping_for_axes`).
 template <class Labels, class F>
 constexpr status for_each_mapped(const Labels& axes, const axis_to_dim_map& map, bool unsharded_miss_axis, F f) {
-  constexpr std::string_view op = "get_dims_mapping_for_axes";
-  if (axes.size() > max_rank)
-    return make_error(error_kind::invalid_argument, op, "{} axes exceed max_rank = {}", axes.size(), max_rank);
+  if (axes.size() > max_rank) return too_many_axes(axes.size());
   for (std::size_t i = 0; i < axes.size(); ++i) {
-    const char a = axes[i];
-    const mesh_dim_list l = map.list_or_invalid(a);  // empty for '1' and for a letter without an entry
-    if (l == axis_to_dim_map::invalid || (!unsharded_miss_axis && l.empty() && a != broadcast_label && !map.contains(a)))
-      return make_error(error_kind::invalid_argument, op, "tensor axis '{c}' is not in the axis-to-dim map", a);
+    const mesh_dim_list l = mapped_list(axes[i], map, unsharded_miss_axis);
+    if (l == axis_to_dim_map::invalid) return unmapped_axis(axes[i]);
     f(l);
   }
   return {};
@@ -266,18 +277,13 @@ constexpr status for_each_mapped(const Labels& axes, const axis_to_dim_map& map,
 template <bool Validate, class Labels>
 constexpr status tensor_dist_attr_access::assign(tensor_dist_attr& a, const Labels& axes, const axis_to_dim_map& map,
                                                  bool unsharded_miss_axis) {
-  if (axes.size() > max_rank)
-    return make_error(error_kind::invalid_argument, "get_dims_mapping_for_axes", "{} axes exceed max_rank = {}",
-                      axes.size(), max_rank);
+  if (axes.size() > max_rank) return too_many_axes(axes.size());
   std::int8_t* heads = a.mapping_.resize_for_overwrite(axes.size());
   for (std::size_t i = 0; i < axes.size(); ++i) {
-    const char c = axes[i];
-    const mesh_dim_list l = map.list_or_invalid(c);  // empty for '1' and for a letter without an entry
-    if (Validate &&
-        (l == axis_to_dim_map::invalid || (!unsharded_miss_axis && l.empty() && c != broadcast_label && !map.contains(c)))) {
+    const mesh_dim_list l = Validate ? mapped_list(axes[i], map, unsharded_miss_axis) : map.list_or_invalid(axes[i]);
+    if (Validate && l == axis_to_dim_map::invalid) {
       a.mapping_.clear();
-      return make_error(error_kind::invalid_argument, "get_dims_mapping_for_axes",
-                        "tensor axis '{c}' is not in the axis-to-dim map", c);
+      return unmapped_axis(axes[i]);
     }
     heads[i] = static_cast<std::int8_t>(l.major());
     if (!l.at_most_one())  // a co-shard: link its mesh dims

@@ -42,6 +42,9 @@ enum class collective : std::int8_t {
   local_slice,     ///< replicated -> sharded: each device keeps its part, no communication
   local_partial,   ///< replicated -> partial: one device keeps the value, the others zero
 };
+/// The number of collectives (the size of every table indexed by one).
+inline constexpr std::size_t collective_count = 6;
+static_assert(static_cast<std::size_t>(collective::local_partial) + 1 == collective_count, "a collective is missing");
 
 constexpr std::string_view to_string(collective c) noexcept {
   switch (c) {
@@ -161,6 +164,8 @@ class propagation {
         "operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
         "operator {}: output {} needs an unexpected local_slice on mesh dim {}",
         "operator {}: output {} needs an unexpected local_partial on mesh dim {}"};
+    static_assert(sizeof input / sizeof *input == collective_count && sizeof output / sizeof *output == collective_count,
+                  "one message per collective");
     return (on_output ? output : input)[static_cast<int>(c)];
   }
   static constexpr const char* count_format(collective c) {
@@ -170,6 +175,7 @@ class propagation {
                                        "block {} has {} all_to_all reshards, {} expected",
                                        "block {} has {} local_slice reshards, {} expected",
                                        "block {} has {} local_partial reshards, {} expected"};
+    static_assert(sizeof formats / sizeof *formats == collective_count, "one message per collective");
     return formats[static_cast<int>(c)];
   }
 
