@@ -21,7 +21,6 @@
 #include <initializer_list>
 #include <string_view>
 #include <type_traits>
-#include <variant>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/fixed_string.hpp>
@@ -38,7 +37,6 @@ struct tensor_id {
 };
 
 namespace detail {
-// std::variant over the distinct attribute types of the registered rules.
 template <class... T>
 struct type_list {};
 template <class... T, class U>
@@ -48,16 +46,39 @@ constexpr auto operator+(type_list<T...>, std::type_identity<U>) {
   else
     return type_list<T..., U>{};
 }
-template <class... T>
-std::variant<T...> as_variant(type_list<T...>);
 template <class... Rules>
 constexpr auto attribute_types(rules::rule_list<Rules...>) {
   return (type_list<>{} + ... + std::type_identity<typename Rules::attributes>{});
 }
+
+/// One value of one of the types `T...` (all trivially copyable), which one being known from
+/// elsewhere (an operator's rule): a recursive union, a fraction of std::variant's compile
+/// time. Reading another type than the one stored is a compile error in constant evaluation.
+template <class... T>
+union one_of {};
+template <class H, class... T>
+union one_of<H, T...> {
+  H head;
+  one_of<T...> tail;
+  constexpr one_of() noexcept : head() {}
+  constexpr one_of(const H& h) noexcept : head(h) {}  // NOLINT: converts like variant's
+  template <class U>
+    requires(!std::is_same_v<U, H>)
+  constexpr one_of(const U& u) noexcept : tail(u) {}  // NOLINT
+  template <class U>
+  constexpr const U& get() const noexcept {
+    if constexpr (std::is_same_v<U, H>)
+      return head;
+    else
+      return tail.template get<U>();
+  }
+};
+template <class... T>
+one_of<T...> as_one_of(type_list<T...>);
 }  // namespace detail
 
-/// The attributes of any registered rule.
-using any_attributes = decltype(detail::as_variant(detail::attribute_types(rules::registered_rules{})));
+/// The attributes of any registered rule (`a.get<Rule::attributes>()` reads them).
+using any_attributes = decltype(detail::as_one_of(detail::attribute_types(rules::registered_rules{})));
 
 /// The size of a tensor's elements, for the bytes a reshard moves: `model::float16`,
 /// `model::int64`, ... or `element_size::of_bytes(n)`. (Not constructible from an int, so that
@@ -113,11 +134,11 @@ struct block_info {
 namespace detail {
 template <class Rule>
 constexpr result<spmd_info> forward_thunk(spec_span in, const any_attributes& a, semantics s) {
-  return Rule::try_infer_forward(in, std::get<typename Rule::attributes>(a), s);
+  return Rule::try_infer_forward(in, a.template get<typename Rule::attributes>(), s);
 }
 template <class Rule>
 constexpr result<spmd_info> backward_thunk(spec_span in, spec_span out, const any_attributes& a, semantics s) {
-  return Rule::try_infer_backward(in, out, std::get<typename Rule::attributes>(a), s);
+  return Rule::try_infer_backward(in, out, a.template get<typename Rule::attributes>(), s);
 }
 }  // namespace detail
 

@@ -22,7 +22,6 @@
 /// (it is not in the output), size-1 dims replicated. No partial status is inferred for the
 /// inputs; the output is returned unchanged.
 
-#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -84,7 +83,8 @@ struct matmul : rule_base<matmul, matmul_attributes> {
     if (x_ndim < 1 || y_ndim < 1)
       return make_error(error_kind::invalid_argument, "", "x and y must have rank >= 1, but have ranks {} and {}", x_ndim,
                         y_ndim);
-    const std::int64_t batch = std::max<std::int64_t>(std::max(x_ndim, y_ndim) - 2, 0);
+    const std::int64_t longer = x_ndim > y_ndim ? x_ndim : y_ndim;
+    const std::int64_t batch = longer > 2 ? longer - 2 : 0;
     // Each operand's batch letters are the last of the first `batch` letters of the alphabet
     // (`get_broadcast_axes`). The one way that can fail is a batch longer than the alphabet
     // (only with a max_rank above Paddle's); its error is get_broadcast_axes's.

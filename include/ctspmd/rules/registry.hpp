@@ -14,7 +14,6 @@
 /// the first requirement a rule misses is named in one sentence; the runtime layer checks that
 /// its attributes are adapted for reflection (rules/reflection.hpp).
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string_view>
@@ -248,9 +247,15 @@ static_assert(detail::sorted_and_unique(registry), "keep the registry sorted by 
 
 /// The index in `registry` of the entry named `name`, or `registry.size()`.
 constexpr std::size_t registry_find(std::string_view name) noexcept {
-  const auto it = std::lower_bound(registry.begin(), registry.end(), name,
-                                   [](const registry_entry& e, std::string_view n) { return e.name < n; });
-  return it != registry.end() && it->name == name ? static_cast<std::size_t>(it - registry.begin()) : registry.size();
+  std::size_t lo = 0, hi = registry.size();  // binary search for the first name >= `name`
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (registry[mid].name < name)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < registry.size() && registry[lo].name == name ? lo : registry.size();
 }
 
 /// True if a rule is registered under `Name`.

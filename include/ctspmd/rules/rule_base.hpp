@@ -69,7 +69,8 @@ struct attribute_alias {
 template <class R>
 concept SpmdRule =
     requires { typename R::attributes; } && std::is_aggregate_v<typename R::attributes> &&
-    std::default_initializable<typename R::attributes> && std::copyable<typename R::attributes> &&
+    std::is_default_constructible_v<typename R::attributes> && std::is_copy_assignable_v<typename R::attributes> &&
+    std::is_copy_constructible_v<typename R::attributes> &&
     requires(spmd_info& info, spec_span specs, const typename R::attributes& attrs, semantics s) {
       { R::name } -> std::convertible_to<std::string_view>;
       { R::input_count } -> std::convertible_to<operand_count>;
