@@ -1,4 +1,4 @@
-// The README's two tutorials, compiled and run as part of the examples (keep them in sync).
+// The README's three tutorials, compiled and run as part of the examples (keep them in sync).
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/dist/format.hpp>
 #include <ctspmd/model/propagate.hpp>
@@ -49,10 +49,28 @@ static_assert(proj::infer_forward({dist_tensor_spec({4, 16, 32}, {mesh, {0, -1, 
                                    dist_tensor_spec({32, 64}, mesh)})
                   .outputs[0].partial_dims() == mesh_dims{1});
 
+// ---- Tutorial 3: co-shard and the two semantics -----------------------------------------------------------------
+// A tensor dim split over several mesh dims, major first: x's dim 1 over mesh dims 0 then 1.
+constexpr dist_tensor_spec act({8, 1024}, {mesh, {{}, {0, 1}}});
+static_assert(act.dist_attr().is_co_sharded() && act.dist_attr().mesh_dims_of(1) == mesh_dims{0, 1});
+static_assert(act.dist_attr().multi_dims_mapping() == multi_dims_mapping{{}, {0, 1}});
+
+// Merging two sharded dims: phi keeps both mesh dims, as a co-shard of the merged dim (x's
+// mesh dim 1 moves to its dim 0 first: an all-to-all) ...
+constexpr dist_tensor_spec heads({8, 16, 64}, {mesh, {0, 1, -1}});
+constexpr auto merged = rules::reshape::infer_forward({heads}, {.shape = {128, 64}}, semantics::phi);
+static_assert(merged.outputs[0].multi_dims_mapping() == multi_dims_mapping{{0, 1}, {}});
+static_assert(merged.inputs[0].multi_dims_mapping() == multi_dims_mapping{{0, 1}, {}, {}});
+// ... fluid (the default) keeps dim 0's mesh dim only and gathers the other.
+constexpr auto first = rules::reshape::infer_forward({heads}, {.shape = {128, 64}});
+static_assert(first.outputs[0].dims_mapping() == dims_mapping{0, -1});
+static_assert(first.inputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+
 int main() {
   std::printf("tutorial plan: %zu reshard (%.*s on mesh dim %lld, %lld bytes per device)\n", prop.count(),
               static_cast<int>(model::to_string(prop.reshard_at(0).kind).size()),
               model::to_string(prop.reshard_at(0).kind).data(), static_cast<long long>(prop.reshard_at(0).mesh_dim),
               static_cast<long long>(prop.reshard_at(0).bytes));
   std::printf("embedding output: %s\n", to_string(fwd.outputs[0]).c_str());
+  std::printf("reshape under phi: %s\n", to_string(merged.outputs[0]).c_str());
 }
