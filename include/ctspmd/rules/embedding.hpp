@@ -21,7 +21,7 @@
 #include <cstdint>
 
 #include <ctspmd/notation/axes.hpp>
-#include <ctspmd/rules/einsum.hpp>
+#include <ctspmd/rules/einsum_core.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {

@@ -26,7 +26,8 @@
 #include <utility>
 
 #include <ctspmd/notation/axes.hpp>
-#include <ctspmd/rules/einsum.hpp>
+#include <ctspmd/notation/einsum_notation.hpp>
+#include <ctspmd/rules/einsum_core.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
