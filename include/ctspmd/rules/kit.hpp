@@ -182,6 +182,46 @@ constexpr status check_same_sizes(const tensor_shape& got, const tensor_shape& w
   return {};
 }
 
+// ---- grad rules (phi): operators `<name>_grad`, called forward ------------------------------------
+
+/// True if `spec` is an absent optional input: phi's grad and attention rules take one as shape
+/// `[]` and dims mapping `[]`, and give it back as given. (A 0-D tensor in such a position reads
+/// the same way, which is harmless: it comes back as given.)
+constexpr bool is_absent(const dist_tensor_spec& spec) noexcept { return spec.ndim() == 0; }
+
+/// The `backward` of a grad rule: a grad rule is called forward (its inputs include the output
+/// gradients) and has no reverse inference.
+constexpr error_info no_reverse_inference() {
+  return make_error(error_kind::unimplemented, "",
+                    "a grad rule has no reverse inference: call it forward, with the output gradients among its inputs");
+}
+
+/// The gradient of an operand of shape `operand` that was broadcast (numpy-style, right-aligned)
+/// to `grad_shape`, from the gradient `grad` of the broadcast result (phi's
+/// ReduceGradBroadCastDims): `grad`'s sharding without the leading dims the operand lacks, the
+/// dims where the operand has size 1 and `grad_shape` does not replicated, and partial (sum) on
+/// the mesh dims those dropped or replicated dims were sharded by: each device holds a partial
+/// sum of the operand's gradient over its shard of the broadcast dims. `grad`'s own partial
+/// status is kept. The operand's rank must not exceed `grad`'s (the caller checks).
+constexpr tensor_dist_attr reduce_grad_broadcast_dims(const tensor_dist_attr& grad, const tensor_shape& grad_shape,
+                                                      const tensor_shape& operand) {
+  const std::size_t lead = grad.rank() - operand.size();
+  multi_dims_mapping mapping;
+  mesh_dims summed;
+  for (std::size_t d = 0; d < grad.rank(); ++d) {
+    const mesh_dims list = grad.mesh_dims_of(d);
+    const bool broadcast = d < lead || (operand[d - lead] == 1 && grad_shape[d] != 1);
+    if (broadcast)
+      for (auto m : list) summed.push_back(m);
+    if (d >= lead) mapping.push_back(broadcast ? mesh_dims{} : list);
+  }
+  tensor_dist_attr out(grad.process_mesh(), mapping);
+  out.set_batch_dim(grad.batch_dim());
+  add_partial_of(out, grad);
+  if (!summed.empty()) out.set_partial_status(summed, reduce_type::sum);
+  return out;
+}
+
 }  // namespace ctspmd::rules
 
 #endif
