@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
+#include <vector>
+
 #include "../examples/gpt/gpt_plan.hpp"
 #include "check_error.hpp"
 
@@ -56,4 +59,114 @@ TEST_CASE("a plan that cannot be propagated throws, naming the operator") {
                            error_kind::precondition_not_met, "mlp.up: operator 18: input 0 needs an unexpected local_slice on mesh dim 1");
   ctspmd_test::check_error([&] { (void)p.tensor("bad", {4}, {2}); }, error_kind::invalid_argument,
                            "dims mapping entry 2 of tensor dim 0 is not -1 or a mesh dim in [0, 2)");
+}
+
+// ==== property: a repeated block reports what the same layers written out report =================
+namespace {
+// One generated layer: operators on an [8, 16, 32] activation, each keeping its shape.
+struct layer_spec {
+  struct step {
+    int kind = 0;            // 0 matmul with a weight, 1 relu, 2 residual add, 3 softmax, 4 scale
+    bool annotated = false;  // (matmul) the weight is annotated with `weight`
+    dims_mapping weight{};
+  };
+  std::vector<step> steps;
+};
+using prop_plan = model::plan<96, 48>;
+
+tensor_id add_layer(prop_plan& b, tensor_id x, const layer_spec& layer) {
+  const tensor_shape act{8, 16, 32};
+  tensor_id cur = x;
+  for (const auto& s : layer.steps) {
+    const auto out = b.tensor("out", act);
+    switch (s.kind) {
+      case 0: {
+        const auto w = s.annotated ? b.tensor("w", {32, 32}, s.weight) : b.tensor("w", {32, 32});
+        b.op<"matmul">({cur, w}, {out});
+        break;
+      }
+      case 1: b.op<"relu">({cur}, {out}); break;
+      case 2: b.op<"add">({cur, x}, {out}); break;
+      case 3: b.op<"softmax">({cur}, {out}, {.axis = -1}); break;
+      default: b.op<"scale">({cur}, {out}); break;
+    }
+    cur = out;
+  }
+  return cur;
+}
+
+template <class Propagation>
+void check_same_report(const Propagation& a, const Propagation& b) {
+  REQUIRE(a.ok() == b.ok());
+  for (auto kind : {collective::all_reduce, collective::reduce_scatter, collective::all_gather, collective::all_to_all,
+                    collective::local_slice, collective::local_partial}) {
+    CHECK(a.count(kind) == b.count(kind));
+    CHECK(a.bytes(kind) == b.bytes(kind));
+  }
+}
+}  // namespace
+
+TEST_CASE("property: repeated and written-out layers give identical reports") {
+  std::mt19937 rng(20261203);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  int compared = 0, with_reshards = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const process_mesh mesh = pick(2) == 0 ? process_mesh({2, 2}) : process_mesh({2, 4});
+    // A random valid layout of the source: each mesh dim on at most one tensor dim.
+    dims_mapping source{-1, -1, -1};
+    for (std::int64_t m = 0; m < 2; ++m)
+      if (pick(2) == 0) source[static_cast<std::size_t>(pick(3))] = m;
+    if (source[0] == source[1] && source[0] != -1) source[1] = -1;
+    if (source[0] == source[2] && source[0] != -1) source[2] = -1;
+    if (source[1] == source[2] && source[1] != -1) source[2] = -1;
+    layer_spec layer;
+    const int ops = 1 + pick(5);
+    for (int i = 0; i < ops; ++i) {
+      layer_spec::step s{pick(5), pick(2) == 0, {-1, -1}};
+      if (s.annotated) {
+        s.weight[static_cast<std::size_t>(pick(2))] = pick(3) - 1;
+      }
+      layer.steps.push_back(s);
+    }
+    const std::size_t runs = 1 + static_cast<std::size_t>(pick(4));
+    CAPTURE(trial);
+    prop_plan repeated(mesh), written(mesh);
+    const auto x0 = repeated.tensor("x0", {8, 16, 32}, source);
+    const auto out = repeated.repeat(runs, x0, [&](prop_plan& b, tensor_id x) { return add_layer(b, x, layer); });
+    repeated.op<"relu">({out}, {repeated.tensor("final", {8, 16, 32})});
+    auto x = written.tensor("x0", {8, 16, 32}, source);
+    for (std::size_t r = 0; r < runs; ++r) x = add_layer(written, x, layer);
+    written.op<"relu">({x}, {written.tensor("final", {8, 16, 32})});
+
+    const auto a = model::try_propagate(repeated), b = model::try_propagate(written);
+    const auto every_run = model::try_propagate(repeated, {false});
+    check_same_report(a, b);
+    check_same_report(a, every_run);
+    if (!a.ok()) continue;
+    ++compared;
+    with_reshards += a.count() > 0;
+    CHECK(a.attr({repeated.tensor_count() - 1}) == b.attr({written.tensor_count() - 1}));
+  }
+  MESSAGE(compared << " generated plans propagated and compared (" << with_reshards << " with reshards)");
+  CHECK(compared > 200);
+  CHECK(with_reshards > 50);
+}
+
+TEST_CASE("plan failures name the inputs in conflict, or the output") {
+  const process_mesh mesh({2, 2});
+  model::plan<8, 4> p(mesh);
+  auto x = p.tensor("x", {8, 64}, {-1, 1});
+  auto w = p.tensor("w", {64, 32}, {0, -1});  // k on mesh dim 1 by x and on 0 by w
+  p.op<"matmul">({x, w}, {p.tensor("y", {8, 32})}, {}, "proj");
+  const auto r = model::try_propagate(p);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.failure_involves(0));
+  CHECK(r.failure_involves(1));
+  CHECK_FALSE(r.failure_involves(2));
+  model::plan<8, 4> q(mesh);
+  auto a = q.tensor("a", {8, 16, 32}, {0, -1, -1});
+  auto b = q.tensor("b", {32, 64}, {-1, 1});
+  q.op<"matmul">({a, b}, {q.tensor("c", {8, 64})}, {}, "proj");
+  ctspmd_test::check_error([&] { (void)model::propagate(q); }, error_kind::invalid_argument,
+                           "proj: output 0 (tensor 2) is declared with rank 2, but the rule infers rank 3");
 }

@@ -217,3 +217,101 @@ static_assert(d::classify(part, rep) == collective::all_reduce && d::classify(pa
 static_assert(d::classify(shard0, rep) == collective::all_gather && d::classify(shard0, shard1) == collective::all_to_all);
 static_assert(d::classify(rep, shard1) == collective::local_slice && d::classify(rep, part) == collective::local_partial);
 static_assert(model::to_string(collective::reduce_scatter) == "reduce_scatter");
+
+// ==== each run of a repeated block has its own tensors ===========================================
+// Three layers `matmul(x, w) -> y; relu(y) -> z` with an unannotated weight w declared in the
+// layer, on a [2, 2] mesh: the first layer's w takes x's k sharding (so y is partial and relu
+// all-reduces it); the later layers read a replicated x, and their own w is laid out for it.
+constexpr process_mesh mesh22({2, 2});
+template <bool Repeated>
+constexpr auto layers() {
+  model::plan<16, 8> p(mesh22);
+  auto x0 = p.tensor("x0", {8, 16, 32}, {0, -1, 1});
+  auto layer = [](model::plan<16, 8>& b, tensor_id x) {
+    auto w = b.tensor("w", {32, 32});
+    auto y = b.tensor("y", {8, 16, 32});
+    b.op<"matmul">({x, w}, {y});
+    auto z = b.tensor("z", {8, 16, 32});
+    b.op<"relu">({y}, {z});
+    return z;
+  };
+  if (Repeated) {
+    p.repeat(3, x0, layer);
+  } else {
+    auto x = x0;
+    for (int i = 0; i < 3; ++i) x = layer(p, x);
+  }
+  return p;
+}
+constexpr auto repeated_layers = model::verified<layers<true>>();
+constexpr auto written_layers = model::verified<layers<false>>();
+static_assert(written_layers.count() == 1 && written_layers.count(collective::all_reduce) == 1);
+static_assert(repeated_layers.count() == 1 && repeated_layers.count(collective::all_reduce) == 1);
+static_assert(repeated_layers.bytes(collective::all_reduce) == written_layers.bytes(collective::all_reduce));
+// The last run's weight is laid out for a replicated x; its output is the written-out one's.
+static_assert(repeated_layers.dims_mapping({layers<true>().tensor_count() - 1}) == dims_mapping{0, -1, -1});
+static_assert(repeated_layers.dims_mapping({layers<true>().tensor_count() - 3}) == dims_mapping{-1, -1});
+// Without induction every run is propagated: the same report.
+static_assert(model::verified<layers<true>, model::propagate_options{false}>().count() == 1);
+// A body's operators write only the body's tensors.
+static_assert(!constant_evaluates<[] {
+  model::plan<16, 8> p(mesh22);
+  auto x0 = p.tensor("x0", {8, 32}, {0, -1});
+  auto outside = p.tensor("outside", {8, 32});
+  p.repeat(2, x0, [&](model::plan<16, 8>& b, tensor_id x) {
+    b.op<"relu">({x}, {outside});
+    return outside;
+  });
+  return p.op_count();
+}>);
+
+// ==== what a rule infers must fit the declared outputs =============================================
+constexpr auto wrong_output_rank() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 16, 32}, {0, -1, -1});
+  auto w = p.tensor("w", {32, 64}, {-1, 1});
+  p.op<"matmul">({x, w}, {p.tensor("y", {8, 64})}, {}, "proj");  // the output is [8, 16, 64]
+  p.op<"relu">({x}, {p.tensor("r", {8, 16, 32})});
+  return p;
+}
+constexpr auto rank_failure = model::try_propagate(wrong_output_rank());
+static_assert(!rank_failure.ok() && rank_failure.failed_operator() == 0 && rank_failure.error().op == "proj");
+static_assert(rank_failure.error().values[0] == 0 && rank_failure.error().values[2] == 2 &&
+              rank_failure.error().values[3] == 3);
+
+// ==== MaxReshards: a one-operator plan with eight reshards ============================================
+constexpr process_mesh mesh2222({2, 2, 2, 2});
+constexpr auto eight_reshards() {
+  model::plan<4, 1> p(mesh2222);
+  tensor_dist_attr partial_everywhere(mesh2222, {-1, -1});
+  partial_everywhere.set_partial_status({0, 1, 2, 3});
+  auto x = p.tensor("x", {8, 8}, partial_everywhere);
+  auto y = p.tensor("y", {8, 8}, partial_everywhere);
+  p.op<"add">({x, y}, {p.tensor("out", {8, 8})});  // x and y all-reduced on each mesh dim
+  return p;
+}
+static_assert(model::default_max_reshards(1) == 4 && model::default_max_reshards(1000) == 1256);
+static_assert(!model::try_propagate(eight_reshards()).ok());
+static_assert(model::try_propagate(eight_reshards()).error().values[0] == 4);
+static_assert(model::try_propagate<8>(eight_reshards()).count(collective::all_reduce) == 8);
+static_assert(model::verified<eight_reshards, model::propagate_options{}, 8>().count() == 8);
+
+// ==== a failure names the inputs in conflict ===============================================================
+static_assert(bad.failure_involves(0) && bad.failure_involves(1) && bad.failed_operand() == 0);
+static_assert(!rank_failure.failure_involves(0) && rank_failure.failed_operand() == -1);
+
+// ==== plans longer than one constant expression can verify ==============================================
+// A chain of 600 relus: `verified` spreads it over constant expressions of
+// `detail::runs_per_step` operators, each well within Clang's default step limit.
+constexpr auto long_chain() {
+  model::plan<601, 600> p(mesh);
+  auto x = p.tensor("x", {8, 16}, {0, 1});
+  for (int i = 0; i < 600; ++i) {
+    auto y = p.tensor("y", {8, 16});
+    p.op<"relu">({x}, {y});
+    x = y;
+  }
+  return p;
+}
+constexpr auto chain = model::verified<long_chain>();
+static_assert(chain.ok() && chain.count() == 0 && chain.dims_mapping({600}) == dims_mapping{0, 1});

@@ -47,7 +47,7 @@ struct error_info {
   /// Writes the message, prefixed by the operator name, with its values substituted, to `out`
   /// (at most `capacity - 1` characters, then a NUL; `capacity` > 0). Returns the message's full
   /// length, which may exceed what was written.
-  std::size_t format_to(char* out, std::size_t capacity) const noexcept {
+  constexpr std::size_t format_to(char* out, std::size_t capacity) const noexcept {
     std::size_t n = 0;
     const auto put = [&](char c) {
       if (n + 1 < capacity) out[n] = c;

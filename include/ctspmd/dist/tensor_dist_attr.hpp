@@ -78,9 +78,7 @@ class tensor_dist_attr {
   constexpr std::size_t rank() const noexcept { return mapping_.size(); }
   /// True if some tensor dim is split over two or more mesh dims.
   constexpr bool is_co_sharded() const noexcept {
-    for (const auto n : next_)
-      if (n != -1) return true;
-    return false;
+    return next_.any();
   }
   /// The flat dims mapping; an `invalid_argument` if a tensor dim is co-sharded (use
   /// `multi_dims_mapping()`, which always works).
@@ -111,11 +109,10 @@ class tensor_dist_attr {
   }
   /// True if mesh dim `mesh_dim` splits some tensor dim: it heads a list or follows in one.
   constexpr bool shards(std::int64_t mesh_dim) const noexcept {
+    if (mesh_dim < 0) return false;
     for (const auto m : mapping_)
       if (m == mesh_dim) return true;
-    for (const auto m : next_)
-      if (m == mesh_dim) return true;
-    return false;
+    return next_.holds(mesh_dim);
   }
   constexpr std::int64_t batch_dim() const noexcept { return batch_dim_; }
   constexpr void set_batch_dim(std::int64_t d) noexcept { batch_dim_ = d; }
@@ -128,18 +125,18 @@ class tensor_dist_attr {
       if (m != -1) check_not_partial(m);
       mapping_.push_back(static_cast<std::int8_t>(m));  // in [-1, max_mesh_ndim): checked
     }
-    next_ = no_mesh_dims();
+    next_ = {};
   }
   /// Replaces the dims mapping by a co-shard one (checked against the mesh and the partial dims).
   constexpr void set_dims_mapping(const ctspmd::multi_dims_mapping& mapping) {
     check(mesh_, mapping).check();
     mapping_.clear();
-    next_ = no_mesh_dims();
+    next_ = {};
     for (const auto& list : mapping) {
       for (const auto m : list) check_not_partial(m);
       mapping_.push_back(static_cast<std::int8_t>(list.empty() ? -1 : list[0]));
       for (std::size_t k = 1; k < list.size(); ++k)
-        next_[static_cast<std::size_t>(list[k - 1])] = static_cast<std::int8_t>(list[k]);
+        next_.set(static_cast<std::size_t>(list[k - 1]), list[k]);
     }
   }
   constexpr void set_dims_mapping(std::initializer_list<mesh_dims> mapping) {
@@ -149,18 +146,14 @@ class tensor_dist_attr {
   /// Mesh dims on which the tensor is partial, ascending.
   constexpr mesh_dims partial_dims() const {
     mesh_dims out;
-    for (std::size_t m = 0; m < partial_.size(); ++m)
+    for (std::size_t m = 0; m < max_mesh_ndim; ++m)
       if (partial_[m] >= 0) out.push_back(static_cast<std::int64_t>(m));
     return out;
   }
   /// Partial on `mesh_dim`, or on any mesh dim when `mesh_dim == -1`.
   constexpr bool is_partial(std::int64_t mesh_dim = -1) const noexcept {
-    if (mesh_dim == -1) {
-      for (auto r : partial_)
-        if (r >= 0) return true;
-      return false;
-    }
-    return mesh_dim >= 0 && mesh_dim < static_cast<std::int64_t>(partial_.size()) &&
+    if (mesh_dim == -1) return partial_.any();
+    return mesh_dim >= 0 && mesh_dim < static_cast<std::int64_t>(max_mesh_ndim) &&
            partial_[static_cast<std::size_t>(mesh_dim)] >= 0;
   }
   /// The reduction that combines the parts on `mesh_dim` (which must be partial).
@@ -183,18 +176,18 @@ class tensor_dist_attr {
       if (shards(m))
         raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
                          "mesh dim {} cannot be partial: it shards tensor dim {}", m, sharded_tensor_dim(m)));
-      partial_[static_cast<std::size_t>(m)] = static_cast<std::int8_t>(type);
+      partial_.set(static_cast<std::size_t>(m), static_cast<std::int64_t>(type));
     }
   }
   /// Removes all partial status.
-  constexpr void clean_partial_status() noexcept { partial_ = no_mesh_dims(); }
+  constexpr void clean_partial_status() noexcept { partial_ = {}; }
   /// Removes the partial status of `dims` (each must be partial).
   constexpr void clean_partial_dims(const mesh_dims& dims) {
     for (auto m : dims)
       if (!is_partial(m))
         raise(make_error(error_kind::invalid_argument, "tensor_dist_attr",
                          "cannot clean partial dim {}: the tensor is not partial on it", m));
-    for (auto m : dims) partial_[static_cast<std::size_t>(m)] = -1;
+    for (auto m : dims) partial_.set(static_cast<std::size_t>(m), -1);
   }
 
   friend constexpr bool operator==(const tensor_dist_attr&, const tensor_dist_attr&) = default;
@@ -204,12 +197,30 @@ class tensor_dist_attr {
   // written once, where they are returned, instead of being built and then copied.
   friend struct detail::tensor_dist_attr_access;
 
-  using per_mesh_dim = std::array<std::int8_t, max_mesh_ndim>;
-  static constexpr per_mesh_dim no_mesh_dims() noexcept {
-    per_mesh_dim a{};
-    for (auto& r : a) r = -1;
-    return a;
-  }
+  /// Per mesh dim a small value or -1 ("none"), stored plus one: the default, all zeros, says
+  /// "none" everywhere and costs nothing to build in constant evaluation (attrs are built by
+  /// the thousand there: every `spmd_info` holds 32).
+  class per_mesh_dim {
+   public:
+    constexpr std::int64_t operator[](std::size_t m) const noexcept { return std::int64_t{biased_[m]} - 1; }
+    constexpr void set(std::size_t m, std::int64_t v) noexcept { biased_[m] = static_cast<std::int8_t>(v + 1); }
+    /// True if some mesh dim holds `v`.
+    constexpr bool holds(std::int64_t v) const noexcept {
+      for (const auto b : biased_)
+        if (b == v + 1) return true;
+      return false;
+    }
+    /// True if some mesh dim holds a value (not -1).
+    constexpr bool any() const noexcept {
+      for (const auto b : biased_)
+        if (b != 0) return true;
+      return false;
+    }
+    friend constexpr bool operator==(const per_mesh_dim&, const per_mesh_dim&) = default;
+
+   private:
+    std::array<std::int8_t, max_mesh_ndim> biased_{};
+  };
 
   /// True if mapping entry `m` is a mesh dim of `mesh` not in `seen`; records it there.
   static constexpr bool check_entry(const ctspmd::process_mesh& mesh, std::int64_t m, std::uint64_t& seen) noexcept {
@@ -257,8 +268,8 @@ class tensor_dist_attr {
 
   ctspmd::process_mesh mesh_{};
   static_vector<std::int8_t, max_rank> mapping_{};  ///< per tensor dim: its major mesh dim, or -1
-  per_mesh_dim next_ = no_mesh_dims();    ///< per mesh dim: the next mesh dim of its tensor dim, or -1
-  per_mesh_dim partial_ = no_mesh_dims();  ///< per mesh dim: -1, or a reduce_type
+  per_mesh_dim next_{};     ///< per mesh dim: the next mesh dim of its tensor dim, or -1
+  per_mesh_dim partial_{};  ///< per mesh dim: -1, or a reduce_type
   std::int64_t batch_dim_ = 0;
 };
 

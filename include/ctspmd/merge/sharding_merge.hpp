@@ -60,7 +60,7 @@ struct tensor_dist_attr_access {
   static constexpr void append(tensor_dist_attr& a, mesh_dim_list l) {
     a.mapping_.emplace_back_unchecked(static_cast<std::int8_t>(l.major()));
     if (l.at_most_one()) return;  // no links
-    for (std::size_t k = 1; k < l.size(); ++k) a.next_[static_cast<std::size_t>(l[k - 1])] = static_cast<std::int8_t>(l[k]);
+    for (std::size_t k = 1; k < l.size(); ++k) a.next_.set(static_cast<std::size_t>(l[k - 1]), l[k]);
   }
   /// Makes `a`'s mapping (empty) that of `axes` under `map` (see `for_each_mapped`), written in
   /// place: each dim's major mesh dim, then the links of a co-shard list (the same caveats as
@@ -73,16 +73,16 @@ struct tensor_dist_attr_access {
   static constexpr void replace(tensor_dist_attr& a, std::size_t d, mesh_dim_list l) {
     for (std::int64_t m = a.mapping_[d]; m != -1;) {
       const std::int64_t n = a.next_[static_cast<std::size_t>(m)];
-      a.next_[static_cast<std::size_t>(m)] = -1;
+      a.next_.set(static_cast<std::size_t>(m), -1);
       m = n;
     }
     a.mapping_[d] = static_cast<std::int8_t>(l.major());
-    for (std::size_t k = 1; k < l.size(); ++k) a.next_[static_cast<std::size_t>(l[k - 1])] = static_cast<std::int8_t>(l[k]);
+    for (std::size_t k = 1; k < l.size(); ++k) a.next_.set(static_cast<std::size_t>(l[k - 1]), l[k]);
   }
   /// Empties `a`'s mapping.
   static constexpr void clear(tensor_dist_attr& a) {
     a.mapping_.clear();
-    a.next_ = tensor_dist_attr::no_mesh_dims();
+    a.next_ = {};
   }
   static constexpr void set_batch_dim(tensor_dist_attr& a, const tensor_dist_attr& src) noexcept {
     a.batch_dim_ = src.batch_dim_;
@@ -287,7 +287,7 @@ constexpr status tensor_dist_attr_access::assign(tensor_dist_attr& a, const Labe
     }
     heads[i] = static_cast<std::int8_t>(l.major());
     if (!l.at_most_one())  // a co-shard: link its mesh dims
-      for (std::size_t k = 1; k < l.size(); ++k) a.next_[static_cast<std::size_t>(l[k - 1])] = static_cast<std::int8_t>(l[k]);
+      for (std::size_t k = 1; k < l.size(); ++k) a.next_.set(static_cast<std::size_t>(l[k - 1]), l[k]);
   }
   return {};
 }

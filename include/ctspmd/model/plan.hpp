@@ -12,8 +12,9 @@
 ///
 /// Operators name a registered rule and take its typed attributes. `repeat` records a block
 /// of operators that runs `count` times, its output feeding its input (a decoder layer): it is
-/// built and stored once, and propagation verifies it once when it maps its input sharding to
-/// the same output sharding. Capacities are template arguments; exceeding one is an error.
+/// built and stored once; each run has its own tensors (those the body declares), and
+/// propagation verifies the block once it maps its input sharding to the same output sharding.
+/// Capacities are template arguments; exceeding one is an error.
 
 #include <array>
 #include <cstddef>
@@ -118,27 +119,31 @@ struct operator_info {
   static_vector<std::uint16_t, max_operands> inputs{};
   static_vector<std::uint16_t, max_operands> outputs{};
   any_attributes attributes{};
-  result<spmd_info> (*forward)(spec_span, const any_attributes&, semantics) = nullptr;
-  result<spmd_info> (*backward)(spec_span, spec_span, const any_attributes&, semantics) = nullptr;
+  /// The rule's `try_infer_forward_into` / `try_infer_backward_into` (into an empty `spmd_info`).
+  status (*forward)(spmd_info&, spec_span, const any_attributes&, semantics) = nullptr;
+  status (*backward)(spmd_info&, spec_span, spec_span, const any_attributes&, semantics) = nullptr;
   /// The label, or the rule's name when there is none.
   constexpr std::string_view name() const noexcept { return label.empty() ? rule : label; }
 };
 
 /// Operators [first_op, end_op) run `count` times; `input` holds, in each run, the previous
-/// run's `output` (in the first run: `source`'s value).
+/// run's `output` (in the first run: `source`'s value). The tensors the body declares,
+/// (input, end_tensor), are each run's own: a run lays out its unannotated weights anew, as a
+/// written-out layer would.
 struct block_info {
   std::size_t first_op = 0, end_op = 0, count = 0;
   tensor_id source{}, input{}, output{};
+  std::size_t end_tensor = 0;
 };
 
 namespace detail {
 template <class Rule>
-constexpr result<spmd_info> forward_thunk(spec_span in, const any_attributes& a, semantics s) {
-  return Rule::try_infer_forward(in, a.template get<typename Rule::attributes>(), s);
+constexpr status forward_thunk(spmd_info& info, spec_span in, const any_attributes& a, semantics s) {
+  return Rule::try_infer_forward_into(info, in, a.template get<typename Rule::attributes>(), s);
 }
 template <class Rule>
-constexpr result<spmd_info> backward_thunk(spec_span in, spec_span out, const any_attributes& a, semantics s) {
-  return Rule::try_infer_backward(in, out, a.template get<typename Rule::attributes>(), s);
+constexpr status backward_thunk(spmd_info& info, spec_span in, spec_span out, const any_attributes& a, semantics s) {
+  return Rule::try_infer_backward_into(info, in, out, a.template get<typename Rule::attributes>(), s);
 }
 }  // namespace detail
 
@@ -195,7 +200,7 @@ class plan {
   /// A block run `count` times (count >= 1), e.g. the layers of a decoder:
   /// `body(plan&, tensor_id input) -> tensor_id output` adds its operators once; `input`
   /// stands for `source` in the first run and for the previous run's output after. Returns
-  /// the last run's output.
+  /// the last run's output. The body's operators write only tensors the body declares.
   template <class Body>
   constexpr tensor_id repeat(std::size_t count, tensor_id source, Body&& body) {
     if (count == 0) raise(make_error(error_kind::invalid_argument, "plan", "a block repeats at least once"));
@@ -206,7 +211,16 @@ class plan {
     block_info b{op_count_, 0, count, source, input, {}};
     b.output = body(*this, input);
     b.end_op = op_count_;
+    b.end_tensor = tensor_count_;
     checked(b.output);
+    for (std::size_t i = b.first_op; i < b.end_op; ++i)
+      for (auto t : ops_[i].outputs)
+        if (t <= input.index)
+          raise(make_error(error_kind::invalid_argument, "plan",
+                           "operator {} of a repeated block writes tensor {}, declared outside the block", i, t));
+    if (b.output.index <= input.index && b.output != input)
+      raise(make_error(error_kind::invalid_argument, "plan", "a repeated block's output (tensor {}) is declared outside it",
+                       b.output.index));
     if (!(tensors_[b.output.index].shape == s.shape))
       raise(make_error(error_kind::invalid_argument, "plan", "a repeated block's output (tensor {}) must have its input's shape",
                        b.output.index));

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/merge/partial.hpp>
@@ -72,6 +73,11 @@ struct reshard {
   tensor_dist_attr from{}, to{};
 };
 
+namespace detail {
+template <std::size_t T, std::size_t O, std::size_t R>
+class propagator;
+}  // namespace detail
+
 /// Options of `propagate`.
 struct propagate_options {
   /// Stop running a block once a run repeats the previous one (false: run every repetition,
@@ -88,6 +94,15 @@ class propagation {
   constexpr const error_info& error() const noexcept { return status_.error(); }
   /// Index of the operator propagation failed at, or -1.
   constexpr std::int64_t failed_operator() const noexcept { return failed_op_; }
+  /// True if the failure is traced to input `k` of that operator: were its layout replicated,
+  /// the rule would run (the inputs of a sharding conflict; none for a shape error).
+  constexpr bool failure_involves(std::size_t k) const noexcept { return k < 64 && ((failed_inputs_ >> k) & 1) != 0; }
+  /// The first input the failure is traced to, or -1.
+  constexpr std::int64_t failed_operand() const noexcept {
+    for (std::size_t k = 0; k < 64; ++k)
+      if (failure_involves(k)) return static_cast<std::int64_t>(k);
+    return -1;
+  }
 
   /// The dist attributes of tensor `t` after propagation.
   constexpr const tensor_dist_attr& attr(tensor_id t) const {
@@ -180,7 +195,7 @@ class propagation {
   }
 
   template <std::size_t T, std::size_t O, std::size_t R>
-  friend constexpr propagation<T, R> try_propagate_impl(const plan<T, O>&, propagate_options);
+  friend class detail::propagator;
 
   template <class F>
   constexpr std::int64_t bytes_where(F f) const noexcept {
@@ -203,10 +218,23 @@ class propagation {
 
   status status_{};
   std::int64_t failed_op_ = -1;
+  std::uint64_t failed_inputs_ = 0;  ///< bit k: the failure is traced to input k
   std::array<tensor_dist_attr, MaxTensors> attrs_{};
   std::array<bool, MaxTensors> known_{};
   std::array<reshard, MaxReshards> reshards_{};
   std::size_t tensor_count_ = 0, reshard_count_ = 0;
+  // Where propagation stands: it can stop after any operator and resume (`verified` spreads a
+  // long plan over several constant expressions, each within the compiler's step limit).
+  bool finished_ = false;
+  std::size_t next_op_ = 0, next_block_ = 0;
+  std::size_t run_ = 0;    ///< the run of block `next_block_` in progress (from 1), or 0
+  bool changed_ = false;   ///< the run in progress changed a tensor's attrs from the run before
+  std::array<std::size_t, MaxReshards> touched_{};  ///< entries the run in progress added to
+  std::size_t touched_count_ = 0;
+
+ public:
+  /// True once propagation has run to the end of the plan or stopped at an error.
+  constexpr bool finished() const noexcept { return finished_; }
 };
 
 namespace detail {
@@ -264,167 +292,266 @@ constexpr std::int64_t reshard_bytes(collective c, const tensor_info& t, const t
 
 }  // namespace detail
 
-/// Propagates `p`; check `ok()` on the result. `MaxReshards` bounds the distinct reshards.
-template <std::size_t T, std::size_t O, std::size_t R = 4 * O>
-constexpr propagation<T, R> try_propagate_impl(const plan<T, O>& p, propagate_options options) {
-  propagation<T, R> out;
-  out.tensor_count_ = p.tensor_count();
-  auto& attrs = out.attrs_;
-  auto& known = out.known_;
-  for (std::size_t t = 0; t < p.tensor_count(); ++t) {
-    if (p.tensor_at(t).annotated) {
-      attrs[t] = p.tensor_at(t).annotation;
-      known[t] = true;
-    }
-  }
-  auto fail = [&](std::size_t op, error_info e) {
-    e.op = p.op_at(op).name();
-    out.status_ = e;
-    out.failed_op_ = static_cast<std::int64_t>(op);
-  };
-  // Reshards identical but for their count (the same operand in every run of a block) are
-  // one entry; `touched` lists the entries the current block run added to.
-  std::array<std::size_t, R> touched{};
-  std::size_t touched_count = 0;
-  auto add_reshards = [&](std::size_t op, std::size_t operand, bool on_output, std::size_t tensor,
-                          const tensor_dist_attr& from, const tensor_dist_attr& to, std::int64_t block) {
-    for (std::int64_t m = 0; m < p.mesh().ndim(); ++m) {
-      const auto a = detail::state_on(from, m), b = detail::state_on(to, m);
-      if (a == b) continue;
-      const auto kind = detail::classify(a, b);
-      const reshard r{op, operand, on_output, tensor, m, kind, detail::reshard_bytes(kind, p.tensor_at(tensor), from, m),
-                      1,  block,   from,      to};
-      std::size_t e = 0;
-      while (e < out.reshard_count_ && !detail::same_but_times(out.reshards_[e], r)) ++e;
-      if (e < out.reshard_count_) {
-        ++out.reshards_[e].times;
-      } else if (out.reshard_count_ == R) {
-        return fail(op, make_error(error_kind::invalid_argument, "", "more than {} distinct reshards (raise MaxReshards)", R));
-      } else {
-        out.reshards_[out.reshard_count_++] = r;
-      }
-      if (block >= 0) touched[touched_count++] = e;
-    }
-  };
-  auto specs_of = [&](const auto& ids, const dist_attrs* use) -> result<static_vector<dist_tensor_spec, max_operands>> {
-    static_vector<dist_tensor_spec, max_operands> specs;
-    for (std::size_t k = 0; k < ids.size(); ++k) {
-      const auto t = ids[k];
-      const auto& info = p.tensor_at(t);
-      if (use == nullptr && !known[t] && info.producer >= 0)
-        return make_error(error_kind::invalid_argument, "", "input {} (tensor {}) is read before operator {} writes it", k,
-                          t, info.producer);
-      const tensor_dist_attr a = use != nullptr ? (*use)[k]
-                                 : known[t]     ? attrs[t]
-                                                : tensor_dist_attr(p.mesh(), ctspmd::dims_mapping(info.shape.size(), -1));
-      CTSPMD_TRY(dist_tensor_spec::check(info.shape, a));
-      specs.push_back(dist_tensor_spec(info.shape, a));
-    }
-    return specs;
-  };
-  // Runs operator i once (in block `block`, or -1).
-  auto run_op = [&](std::size_t i, std::int64_t block) {
-    const auto& o = p.op_at(i);
-    const auto in = specs_of(o.inputs, nullptr);
-    if (!in) return fail(i, in.error());
-    auto fwd = o.forward(spec_span(in->data(), in->size()), o.attributes, p.semantics());
-    if (!fwd) return fail(i, fwd.error());
-    if (fwd->outputs.size() != o.outputs.size())
-      return fail(i, make_error(error_kind::invalid_argument, "", "the operator has {} outputs, but its rule infers {}",
-                                o.outputs.size(), fwd->outputs.size()));
-    dist_attrs need = fwd->inputs;
-    dist_attrs result_attrs = fwd->outputs;
-    bool pinned = false;
-    for (auto t : o.outputs) pinned = pinned || p.tensor_at(t).annotated;
-    if (pinned) {
-      dist_attrs wanted = fwd->outputs;
-      for (std::size_t j = 0; j < o.outputs.size(); ++j)
-        if (p.tensor_at(o.outputs[j]).annotated) wanted[j] = p.tensor_at(o.outputs[j]).annotation;
-      const auto outs = specs_of(o.outputs, &wanted);
-      if (!outs) return fail(i, outs.error());
-      const auto bwd = o.backward(spec_span(in->data(), in->size()), spec_span(outs->data(), outs->size()), o.attributes,
-                                  p.semantics());
-      if (!bwd) return fail(i, bwd.error());
-      need = bwd->inputs;
-      const auto needed = specs_of(o.inputs, &need);
-      if (!needed) return fail(i, needed.error());
-      const auto again = o.forward(spec_span(needed->data(), needed->size()), o.attributes, p.semantics());
-      if (!again) return fail(i, again.error());
-      for (std::size_t j = 0; j < o.outputs.size(); ++j) {
-        result_attrs[j] = p.tensor_at(o.outputs[j]).annotated ? wanted[j] : again->outputs[j];
-        add_reshards(i, j, true, o.outputs[j], again->outputs[j], result_attrs[j], block);
-      }
-    }
-    for (std::size_t k = 0; k < o.inputs.size(); ++k) {
-      const auto t = o.inputs[k];
-      if (!known[t]) {  // a plan input nobody annotated: it takes what its first consumer needs
-        attrs[t] = need[k];
-        known[t] = true;
-      } else {
-        add_reshards(i, k, false, t, attrs[t], need[k], block);
-      }
-    }
-    for (std::size_t j = 0; j < o.outputs.size(); ++j) {
-      attrs[o.outputs[j]] = result_attrs[j];
-      known[o.outputs[j]] = true;
-    }
-  };
-
-  std::size_t i = 0;
-  std::size_t next_block = 0;
-  while (i < p.op_count() && out.ok()) {
-    if (next_block < p.block_count() && p.block_at(next_block).first_op == i) {
-      const auto& b = p.block_at(next_block);
-      const auto block = static_cast<std::int64_t>(next_block);
-      if (!known[b.source.index]) {
-        fail(i, make_error(error_kind::invalid_argument, "", "the block's source (tensor {}) has no dist attributes yet",
-                           b.source.index));
-        break;
-      }
-      auto previous = attrs;
-      for (std::size_t run = 1; run <= b.count && out.ok(); ++run) {
-        attrs[b.input.index] = run == 1 ? attrs[b.source.index] : attrs[b.output.index];
-        known[b.input.index] = true;
-        touched_count = 0;
-        for (std::size_t j = b.first_op; j < b.end_op && out.ok(); ++j) run_op(j, block);
-        if (options.induction && run > 1 && attrs == previous) {
-          // This run repeated the previous one: so will the rest. Count its reshards for them.
-          for (std::size_t t = 0; t < touched_count; ++t) out.reshards_[touched[t]].times += b.count - run;
-          break;
-        }
-        previous = attrs;
-      }
-      i = b.end_op;
-      ++next_block;
-    } else {
-      run_op(i, -1);
-      ++i;
-    }
-  }
-  return out;
+/// The distinct reshards a propagation of a plan of `MaxOps` operators holds unless told
+/// otherwise: four per operator for small plans, at most 256 more than operators for large ones
+/// (a repeated block's reshards are one entry for all its runs).
+constexpr std::size_t default_max_reshards(std::size_t max_ops) noexcept {
+  return 4 * max_ops < max_ops + 256 ? 4 * max_ops : max_ops + 256;
 }
 
+namespace detail {
+
+/// Runs a plan's operators in program order into a `propagation` (see the file comment); can
+/// stop after a given number of operator runs and be resumed on the propagation it left.
+template <std::size_t T, std::size_t O, std::size_t R>
+class propagator {
+ public:
+  using result_type = propagation<T, R>;
+  constexpr propagator(const plan<T, O>& p, result_type& out, propagate_options options) noexcept
+      : p_(p), out_(out), options_(options) {}
+
+  /// Sets up `out` to propagate the plan from its first operator.
+  constexpr void start() {
+    out_.tensor_count_ = p_.tensor_count();
+    for (std::size_t t = 0; t < p_.tensor_count(); ++t) {
+      if (!p_.tensor_at(t).annotated) continue;
+      out_.attrs_[t] = p_.tensor_at(t).annotation;
+      out_.known_[t] = true;
+    }
+    out_.finished_ = p_.op_count() == 0;
+  }
+
+  /// Runs at most `budget` operators (each run of a block's operator counts).
+  constexpr void resume(std::size_t budget) {
+    for (; budget > 0 && !out_.finished_; --budget) step();
+  }
+
+ private:
+  using size_t = std::size_t;
+
+  constexpr void step() {
+    auto& o = out_;
+    const bool at_block = o.run_ == 0 && o.next_block_ < p_.block_count() && p_.block_at(o.next_block_).first_op == o.next_op_;
+    if (at_block) {
+      const auto& b = p_.block_at(o.next_block_);
+      if (!o.known_[b.source.index])
+        return fail(o.next_op_, make_error(error_kind::invalid_argument, "",
+                                           "the block's source (tensor {}) has no dist attributes yet", b.source.index));
+      o.run_ = 1;
+      begin_run(b);
+      if (b.first_op == b.end_op) return leave_block();  // an empty body: nothing runs
+    }
+    if (o.run_ == 0) {
+      run_op(o.next_op_++, -1);
+    } else {
+      const auto& b = p_.block_at(o.next_block_);
+      run_op(o.next_op_++, static_cast<std::int64_t>(o.next_block_));
+      if (o.ok() && o.next_op_ == b.end_op) end_run(b);
+    }
+    if (!o.ok() || o.next_op_ >= p_.op_count()) o.finished_ = true;
+  }
+
+  // A block's run begins: its input takes the source's attrs (first run) or the previous run's
+  // output's, and the tensors the body declares, unless annotated, are laid out anew.
+  constexpr void begin_run(const block_info& b) {
+    auto& o = out_;
+    o.touched_count_ = 0;
+    o.changed_ = false;
+    if (o.run_ > 1)
+      for (size_t t = b.input.index + 1; t < b.end_tensor; ++t)
+        if (!p_.tensor_at(t).annotated) o.known_[t] = false;
+    write(b.input.index, o.attrs_[o.run_ == 1 ? b.source.index : b.output.index]);
+  }
+  constexpr void end_run(const block_info& b) {
+    auto& o = out_;
+    if (options_.induction && o.run_ > 1 && !o.changed_) {
+      // This run repeated the previous one: so will the rest. Count its reshards for them.
+      for (size_t t = 0; t < o.touched_count_; ++t) o.reshards_[o.touched_[t]].times += b.count - o.run_;
+      return leave_block();
+    }
+    if (o.run_ == b.count) return leave_block();
+    ++o.run_;
+    o.next_op_ = b.first_op;
+    begin_run(b);
+  }
+  constexpr void leave_block() {
+    auto& o = out_;
+    o.next_op_ = p_.block_at(o.next_block_).end_op;
+    o.run_ = 0;
+    ++o.next_block_;
+    if (o.next_op_ >= p_.op_count()) o.finished_ = true;
+  }
+
+  /// Sets tensor t's attrs, noting whether a block run changed them.
+  constexpr void write(size_t t, const tensor_dist_attr& a) {
+    auto& o = out_;
+    if (o.run_ > 0 && !(o.attrs_[t] == a)) o.changed_ = true;
+    o.attrs_[t] = a;
+    o.known_[t] = true;
+  }
+
+  constexpr void fail(size_t op, error_info e, std::uint64_t inputs = 0) {
+    e.op = p_.op_at(op).name();
+    out_.status_ = e;
+    out_.failed_op_ = static_cast<std::int64_t>(op);
+    out_.failed_inputs_ = inputs;
+    out_.finished_ = true;
+  }
+
+  // Reshards identical but for their count (the same operand in every run of a block) are one
+  // entry; `touched_` lists the entries the current block run added to.
+  constexpr void add_reshards(size_t op, size_t operand, bool on_output, size_t tensor, const tensor_dist_attr& from,
+                              const tensor_dist_attr& to, std::int64_t block) {
+    auto& o = out_;
+    for (std::int64_t m = 0; m < p_.mesh().ndim(); ++m) {
+      const auto a = state_on(from, m), b = state_on(to, m);
+      if (a == b) continue;
+      const auto kind = classify(a, b);
+      const reshard r{op, operand, on_output, tensor, m, kind, reshard_bytes(kind, p_.tensor_at(tensor), from, m),
+                      1,  block,   from,      to};
+      size_t e = 0;
+      while (e < o.reshard_count_ && !same_but_times(o.reshards_[e], r)) ++e;
+      if (e < o.reshard_count_) {
+        ++o.reshards_[e].times;
+      } else if (o.reshard_count_ == R) {
+        return fail(op, make_error(error_kind::invalid_argument, "",
+                                   "more than {} distinct reshards (raise the MaxReshards argument of "
+                                   "verified or try_propagate)",
+                                   R));
+      } else {
+        o.reshards_[o.reshard_count_++] = r;
+      }
+      if (block >= 0) o.touched_[o.touched_count_++] = e;
+    }
+  }
+
+  using specs = static_vector<dist_tensor_spec, max_operands>;
+  /// Fills `out` with the specs of tensors `ids`: with the attrs in `use` if given, else the
+  /// current ones.
+  constexpr status specs_of(specs& out, const static_vector<std::uint16_t, max_operands>& ids,
+                            const dist_attrs* use) const {
+    out.clear();
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const auto t = ids[k];
+      const auto& info = p_.tensor_at(t);
+      if (use == nullptr && !out_.known_[t] && info.producer >= 0)
+        return make_error(error_kind::invalid_argument, "", "input {} (tensor {}) is read before operator {} writes it", k,
+                          t, info.producer);
+      const tensor_dist_attr& a = use != nullptr ? (*use)[k] : out_.known_[t] ? out_.attrs_[t] : replicated(info.shape);
+      CTSPMD_TRY(dist_tensor_spec::check(info.shape, a));
+      out.emplace_back(info.shape, a);
+    }
+    return {};
+  }
+  constexpr tensor_dist_attr replicated(const tensor_shape& shape) const {
+    return tensor_dist_attr(p_.mesh(), ctspmd::dims_mapping(shape.size(), -1));
+  }
+  static constexpr spec_span span(const specs& s) noexcept { return {s.data(), s.size()}; }
+  static constexpr spmd_info& cleared(spmd_info& info) noexcept {
+    info.inputs.clear();
+    info.outputs.clear();
+    return info;
+  }
+
+  /// The inputs (a bit each, input k as 1 << k for k < 64) whose layout, replicated, lets the
+  /// failed forward rule run: the operands in conflict.
+  constexpr std::uint64_t blame(const operator_info& op) {
+    std::uint64_t inputs = 0;
+    for (size_t k = 0; k < in_.size() && k < 64; ++k) {
+      needed_ = in_;
+      needed_[k] = dist_tensor_spec(in_[k].shape(), replicated(in_[k].shape()));
+      if (op.forward(cleared(again_), span(needed_), op.attributes, p_.semantics())) inputs |= std::uint64_t{1} << k;
+    }
+    return inputs;
+  }
+
+  // Runs operator i once (in block `block`, or -1).
+  constexpr void run_op(size_t i, std::int64_t block) {
+    auto& o = out_;
+    const auto& op = p_.op_at(i);
+    if (auto st = specs_of(in_, op.inputs, nullptr); !st) return fail(i, st.error());
+    if (auto st = op.forward(cleared(fwd_), span(in_), op.attributes, p_.semantics()); !st)
+      return fail(i, st.error(), blame(op));
+    if (fwd_.outputs.size() != op.outputs.size())
+      return fail(i, make_error(error_kind::invalid_argument, "", "the operator has {} outputs, but its rule infers {}",
+                                op.outputs.size(), fwd_.outputs.size()));
+    for (size_t j = 0; j < op.outputs.size(); ++j) {  // what the rule infers must fit what the plan declares
+      const auto declared = p_.tensor_at(op.outputs[j]).shape.size(), inferred = fwd_.outputs[j].rank();
+      if (declared != inferred)
+        return fail(i, make_error(error_kind::invalid_argument, "",
+                                  "output {} (tensor {}) is declared with rank {}, but the rule infers rank {}", j,
+                                  op.outputs[j], declared, inferred));
+    }
+    const dist_attrs* need = &fwd_.inputs;
+    dist_attrs* result_attrs = &fwd_.outputs;
+    bool pinned = false;
+    for (auto t : op.outputs) pinned = pinned || p_.tensor_at(t).annotated;
+    if (pinned) {
+      // The outputs must be their annotations: the inputs must be what backward inference says
+      // those need, and what forward then gives is resharded to the annotations.
+      for (size_t j = 0; j < op.outputs.size(); ++j)
+        if (p_.tensor_at(op.outputs[j]).annotated) fwd_.outputs[j] = p_.tensor_at(op.outputs[j]).annotation;
+      if (auto st = specs_of(outs_, op.outputs, &fwd_.outputs); !st) return fail(i, st.error());
+      if (auto st = op.backward(cleared(bwd_), span(in_), span(outs_), op.attributes, p_.semantics()); !st)
+        return fail(i, st.error());
+      need = &bwd_.inputs;
+      if (auto st = specs_of(needed_, op.inputs, need); !st) return fail(i, st.error());
+      if (auto st = op.forward(cleared(again_), span(needed_), op.attributes, p_.semantics()); !st)
+        return fail(i, st.error());
+      for (size_t j = 0; j < op.outputs.size(); ++j) {
+        if (!p_.tensor_at(op.outputs[j]).annotated) fwd_.outputs[j] = again_.outputs[j];
+        add_reshards(i, j, true, op.outputs[j], again_.outputs[j], fwd_.outputs[j], block);
+      }
+    }
+    for (size_t k = 0; k < op.inputs.size() && o.ok(); ++k) {
+      const auto t = op.inputs[k];
+      if (!o.known_[t])  // a tensor nobody annotated or wrote: it takes what its first consumer needs
+        write(t, (*need)[k]);
+      else
+        add_reshards(i, k, false, t, o.attrs_[t], (*need)[k], block);
+    }
+    for (size_t j = 0; j < op.outputs.size(); ++j) write(op.outputs[j], (*result_attrs)[j]);
+  }
+
+  const plan<T, O>& p_;
+  result_type& out_;
+  propagate_options options_;
+  // Buffers reused by every operator (built once: an spmd_info is a large object to build).
+  specs in_, outs_, needed_;
+  spmd_info fwd_, bwd_, again_;
+};
+
+}  // namespace detail
+
 /// Propagates `p`, result-returning: check `ok()`; `failed_operator()` and `error()` say why not.
-template <std::size_t T, std::size_t O>
+/// `MaxReshards` bounds the distinct reshards (0: `default_max_reshards(O)`).
+template <std::size_t MaxReshards = 0, std::size_t T, std::size_t O>
 constexpr auto try_propagate(const plan<T, O>& p, propagate_options options = {}) {
-  return try_propagate_impl<T, O, 4 * O>(p, options);
+  constexpr std::size_t R = MaxReshards == 0 ? default_max_reshards(O) : MaxReshards;
+  propagation<T, R> out;
+  detail::propagator<T, O, R> run(p, out, options);
+  run.start();
+  run.resume(static_cast<std::size_t>(-1));
+  return out;
 }
 
 /// Propagates `p`; a plan that cannot be propagated is a compile error in constant evaluation
 /// (an `spmd_error` at run time) whose message is the failing rule's, under the operator's name.
-template <std::size_t T, std::size_t O>
+template <std::size_t MaxReshards = 0, std::size_t T, std::size_t O>
 constexpr auto propagate(const plan<T, O>& p, propagate_options options = {}) {
-  auto r = try_propagate(p, options);
+  auto r = try_propagate<MaxReshards>(p, options);
   if (!r.ok()) raise(r.error());
   return r;
 }
 
-/// Reached only when a plan cannot be propagated during compilation: the diagnostic shows
-/// the failing operator's index and name as this function's template arguments (and, with
-/// Clang, its first argument), then the rule's message.
-template <std::int64_t OperatorIndex, fixed_string OperatorName>
-constexpr void plan_fails_at_operator(std::int64_t operator_index, const error_info& e) {
-  (void)operator_index;
+/// Reached only when a plan cannot be propagated during compilation. GCC shows the failing
+/// operator's index and name and the whole message (the inputs the failure is traced to, the
+/// rule's message with its values) as this function's template arguments; Clang shows its
+/// arguments: the operator's index and the first input the failure is traced to (or -1). Both
+/// then show the rule's message and its values as `raise` reports them.
+template <std::int64_t OperatorIndex, fixed_string OperatorName, fixed_string Message>
+constexpr void plan_fails_at_operator(std::int64_t operator_index, std::int64_t input, const error_info& e) {
+  (void)operator_index, (void)input;
   raise(e);
 }
 
@@ -435,17 +562,114 @@ constexpr fixed_string<N + 1> to_fixed_string(std::string_view s) {
   for (std::size_t i = 0; i < N; ++i) chars[i] = s[i];
   return fixed_string<N + 1>(chars);
 }
+
+/// The text of a failed propagation: "operator 15 'attn.out' (matmul), input 0 'ctx.flat' and
+/// input 1 'w_o': tensor axis 'k' is sharded by two different mesh dims, 0 and 1".
+struct failure_text {
+  std::array<char, 480> chars{};
+  std::size_t size = 0;
+  constexpr void put(std::string_view s) {
+    for (const char c : s)
+      if (size < chars.size()) chars[size++] = c;
+  }
+  constexpr void put(std::int64_t v) {
+    char digits[20] = {};
+    std::size_t k = 0;
+    std::uint64_t u = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+    do digits[k++] = static_cast<char>('0' + u % 10); while ((u /= 10) != 0);
+    if (v < 0) put("-");
+    while (k > 0) put(std::string_view(&digits[--k], 1));
+  }
+  constexpr std::string_view view() const { return {chars.data(), size}; }
+};
+template <class Plan, class Propagation>
+constexpr failure_text describe_failure(const Plan& p, const Propagation& r) {
+  failure_text t;
+  const auto op = static_cast<std::size_t>(r.failed_operator());
+  t.put("operator ");
+  t.put(r.failed_operator());
+  t.put(" '");
+  t.put(p.op_at(op).name());
+  t.put("' (");
+  t.put(p.op_at(op).rule);
+  t.put(")");
+  const char* separator = ", input ";
+  for (std::size_t k = 0; k < p.op_at(op).inputs.size(); ++k) {
+    if (!r.failure_involves(k)) continue;
+    t.put(separator);
+    separator = " and input ";
+    t.put(static_cast<std::int64_t>(k));
+    t.put(" '");
+    t.put(p.tensor_at(p.op_at(op).inputs[k]).name);
+    t.put("'");
+  }
+  t.put(": ");
+  char message[400] = {};
+  error_info e = r.error();
+  e.op = {};  // named above
+  e.format_to(message, sizeof message);
+  std::size_t n = 0;
+  while (message[n] != '\0') ++n;
+  t.put(std::string_view(message, n));
+  return t;
+}
+
+/// The plan `MakePlan()` returns, as a constant (built once for all the steps of `verified`).
+template <auto MakePlan>
+inline constexpr auto plan_value = MakePlan();
+
+/// Operator runs per constant expression in `verified`: each stays well within Clang's default
+/// limit of 1,048,576 evaluation steps (an operator costs some thousands).
+inline constexpr std::size_t runs_per_step = 32;
+
+template <auto MakePlan, propagate_options Options, std::size_t R>
+constexpr auto first_step() {
+  constexpr auto& p = plan_value<MakePlan>;
+  using plan_type = std::remove_cvref_t<decltype(p)>;
+  propagation<plan_type::max_tensors, R> out;
+  propagator<plan_type::max_tensors, plan_type::max_ops, R> run(p, out, Options);
+  run.start();
+  run.resume(runs_per_step);
+  return out;
+}
+/// Propagation after step `Step` of `verified`: each step is its own constant expression.
+template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Step>
+inline constexpr auto propagation_step = [] {
+  constexpr auto& p = plan_value<MakePlan>;
+  using plan_type = std::remove_cvref_t<decltype(p)>;
+  auto out = propagation_step<MakePlan, Options, R, Step - 1>;
+  propagator<plan_type::max_tensors, plan_type::max_ops, R> run(p, out, Options);
+  run.resume(runs_per_step);
+  return out;
+}();
+template <auto MakePlan, propagate_options Options, std::size_t R>
+inline constexpr auto propagation_step<MakePlan, Options, R, 0> = first_step<MakePlan, Options, R>();
+
+template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Step = 0>
+constexpr const auto& finished_propagation() {
+  if constexpr (propagation_step<MakePlan, Options, R, Step>.finished())
+    return propagation_step<MakePlan, Options, R, Step>;
+  else
+    return finished_propagation<MakePlan, Options, R, Step + 1>();
+}
 }  // namespace detail
 
 /// The propagation of the plan `MakePlan()` returns, verified during compilation: a plan that
-/// cannot be propagated does not compile, and the diagnostic names the operator (in
-/// `plan_fails_at_operator<index, "name">`) and shows the failing rule's message.
-template <auto MakePlan, propagate_options Options = propagate_options{}>
+/// cannot be propagated does not compile, and the diagnostic names the operator (index and
+/// name), the input the failure is traced to, and the failing rule's message with its values
+/// (in `plan_fails_at_operator<index, "name", "message">`). The work is split over several
+/// constant expressions of `detail::runs_per_step` operator runs each, so that a plan of any
+/// length stays within the compilers' per-expression limits. `MaxReshards` as in `try_propagate`.
+template <auto MakePlan, propagate_options Options = propagate_options{}, std::size_t MaxReshards = 0>
 constexpr auto verified() {
-  constexpr auto r = try_propagate(MakePlan(), Options);
+  using plan_type = std::remove_cvref_t<decltype(detail::plan_value<MakePlan>)>;
+  constexpr std::size_t R = MaxReshards == 0 ? default_max_reshards(plan_type::max_ops) : MaxReshards;
+  constexpr auto& r = detail::finished_propagation<MakePlan, Options, R>();
   if constexpr (!r.ok()) {
-    plan_fails_at_operator<r.failed_operator(), detail::to_fixed_string<r.error().op.size()>(r.error().op)>(
-        r.failed_operator(), r.error());
+    constexpr auto text = detail::describe_failure(detail::plan_value<MakePlan>, r);
+    constexpr auto message = detail::to_fixed_string<text.size>(text.view());
+    plan_fails_at_operator<r.failed_operator(), detail::to_fixed_string<r.error().op.size()>(r.error().op), message>(
+        r.failed_operator(), r.failed_operand(), r.error());
   }
   return r;
 }
