@@ -111,10 +111,14 @@ constexpr result<parsed_sdy> try_parse_sdy(std::string_view text) {
   }
   if (c.pos < text.size() && (text[c.pos] == ' ' || text[c.pos] == '\t'))
     return c.expected("column {}: expected the mesh's symbol right after '@', found '{c}'", "");
+  const std::int64_t symbol_column = c.column();
   out.mesh_symbol = c.identifier();
   if (out.mesh_symbol.empty())
     return c.expected("column {}: expected the mesh's symbol after '@', found '{c}'",
                       "column {}: expected the mesh's symbol after '@', found the end of the text");
+  if (out.mesh_symbol.size() > max_mesh_name)
+    return make_error(error_kind::invalid_argument, op, "column {}: the mesh's symbol has {} characters, above {}",
+                      symbol_column, out.mesh_symbol.size(), max_mesh_name);
   if (!c.eat(','))
     return c.expected("column {}: expected ',' after the mesh, found '{c}'", "column {}: expected ',' after the mesh, found the end of the text");
   if (!c.eat('['))
