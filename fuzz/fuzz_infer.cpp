@@ -136,7 +136,8 @@ json to_dims_form(const json& a, const ctspmd::named_mesh& mesh, std::int64_t ra
       } else if (language == ctspmd::sharding_language::partition_spec && rank < 0) {
         r = ctspmd::try_parse_partition_spec(text).value().size();
       } else if (rank < 0) {
-        for (const auto& p : ctspmd::try_parse_placements(text).value())
+        const auto placements = ctspmd::try_parse_placements(text).value();  // (not a temporary in the for)
+        for (const auto& p : placements)
           if (p.what == ctspmd::dtensor_placement::kind::shard || p.what == ctspmd::dtensor_placement::kind::strided_shard)
             r = std::max(r, static_cast<std::size_t>(p.dim + 1));
       }
