@@ -17,8 +17,11 @@
 
 #include "handler.hpp"
 
+#include <ctspmd/interop.hpp>
+
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -106,6 +109,87 @@ void check_attr_json(const json& a, std::int64_t rank, std::int64_t mesh_ndim, s
   }
 }
 
+/// A response ATTR written in a sharding language ({"placements": ...}, {"partition_spec": ...,
+/// "partial", "partial_reduce"}, {"sdy": ...}), read back into the dims_mapping form, so that the
+/// checks and comparisons below apply to every form. The text must read back on the request's
+/// mesh and be canonical (printing what it reads gives it again). `rank` is -1 when unknown (a
+/// forward output): then the text's own length gives it.
+json to_dims_form(const json& a, const ctspmd::named_mesh& mesh, std::int64_t rank, std::string_view line) {
+  static constexpr std::pair<const char*, ctspmd::sharding_language> languages[] = {
+      {"placements", ctspmd::sharding_language::placements},
+      {"partition_spec", ctspmd::sharding_language::partition_spec},
+      {"sdy", ctspmd::sharding_language::sdy}};
+  if (!a.is_object()) return a;
+  for (const auto& [key, language] : languages) {
+    if (!a.contains(key)) continue;
+    const json& t = a.at(key);
+    if (!t.is_string()) fail("a response layout text is not a string", line);
+    const std::string& text = t.get_ref<const std::string&>();
+    try {
+      std::size_t r = rank >= 0 ? static_cast<std::size_t>(rank) : 0;
+      std::string symbol = "mesh";
+      if (language == ctspmd::sharding_language::sdy) {
+        const auto parsed = ctspmd::try_parse_sdy(text);
+        if (!parsed) fail("a response Shardy text does not parse: " + ctspmd::to_string(parsed.error()), line);
+        if (rank < 0) r = parsed->dims.size();
+        symbol = std::string(parsed->mesh_symbol);
+      } else if (language == ctspmd::sharding_language::partition_spec && rank < 0) {
+        r = ctspmd::try_parse_partition_spec(text).value().size();
+      } else if (rank < 0) {
+        const auto placements = ctspmd::try_parse_placements(text).value();  // (not a temporary in the for)
+        for (const auto& p : placements)
+          if (p.what == ctspmd::dtensor_placement::kind::shard || p.what == ctspmd::dtensor_placement::kind::strided_shard)
+            r = std::max(r, static_cast<std::size_t>(p.dim + 1));
+      }
+      const auto attr = ctspmd::try_from_text(language, mesh, text, r);
+      if (!attr) fail("a response layout text does not read back: " + ctspmd::to_string(attr.error()), line);
+      ctspmd::tensor_dist_attr full = *attr;
+      const std::size_t keys = a.contains("partial") ? 3 : 1;
+      if (a.size() != keys || (keys == 3 && !a.contains("partial_reduce")))
+        fail("a response attribute in a language has unexpected fields", line);
+      if (language == ctspmd::sharding_language::partition_spec && keys != 3)
+        fail("a PartitionSpec response attribute lacks its partial lists", line);
+      if (keys == 3) {
+        const json& partial = a.at("partial");
+        const json& reduce = a.at("partial_reduce");
+        if (!partial.is_array() || !reduce.is_array() || partial.size() != reduce.size())
+          fail("a response attribute has malformed partial lists", line);
+        for (std::size_t i = 0; i < partial.size(); ++i) {
+          ctspmd::reduce_type type{};
+          if (!partial[i].is_number_integer() || !reduce[i].is_string() ||
+              !rt::parse_reduce_type(reduce[i].get<std::string>(), type))
+            fail("a response attribute has malformed partial lists", line);
+          const auto m = partial[i].get<std::int64_t>();
+          if (full.is_partial(m)) {  // Shardy: a sum, already said as an unreduced axis
+            if (language != ctspmd::sharding_language::sdy || full.partial_reduce_type(m) != type)
+              fail("a response's partial lists contradict its text", line);
+          } else {
+            full.set_partial_status({m}, type);
+          }
+        }
+      }
+      if (language != ctspmd::sharding_language::sdy || keys == 1) {
+        const auto again = ctspmd::try_to_text(language, mesh, full, ctspmd::partial_policy::omit, symbol);
+        if (!again || again->view() != text) fail("a response layout text is not canonical", line);
+      }
+      return ctspmd_infer::to_json(ctspmd::dist_attrs{full})[0];
+    } catch (const ctspmd::spmd_error& e) {
+      fail(std::string("a response layout text is inconsistent: ") + e.what(), line);
+    }
+  }
+  return a;
+}
+
+/// The named mesh of an accepted request.
+ctspmd::named_mesh mesh_of(const json& request) {
+  ctspmd::tensor_shape shape;
+  for (const auto& s : request.at("mesh")) shape.push_back(s.get<std::int64_t>());
+  ctspmd::mesh_names names;
+  if (request.contains("mesh_names"))
+    for (const auto& n : request.at("mesh_names")) names.push_back(n.get_ref<const std::string&>());
+  return ctspmd::named_mesh(shape, names);
+}
+
 /// The ranks of the operands `request[key]` (the request was accepted, so they are well formed).
 std::vector<std::int64_t> ranks_of(const json& request, const char* key) {
   std::vector<std::int64_t> out;
@@ -113,10 +197,12 @@ std::vector<std::int64_t> ranks_of(const json& request, const char* key) {
   return out;
 }
 
-/// Checks `r`, the response to `line`; returns it parsed.
-json check_response(std::string_view line, const ctspmd_infer::response& r) {
+/// Checks `r`, the response to `line`; returns it parsed, its attributes in the dims_mapping
+/// form whatever the request's form. `out_ranks`, if given, are the forward outputs' ranks.
+json check_response(std::string_view line, const ctspmd_infer::response& r,
+                    const std::vector<std::int64_t>* forward_out_ranks = nullptr) {
   if (r.line.find('\n') != std::string::npos) fail("a response spans several lines", r.line);
-  const json response = json::parse(r.line, nullptr, /*allow_exceptions=*/false);
+  json response = json::parse(r.line, nullptr, /*allow_exceptions=*/false);
   if (response.is_discarded() || !response.is_object()) fail("a response is not a JSON object", r.line);
   if (response.contains("error")) {
     const json& e = response.at("error");
@@ -139,18 +225,24 @@ json check_response(std::string_view line, const ctspmd_infer::response& r) {
   const auto mesh_ndim = static_cast<std::int64_t>(request.at("mesh").size());
   const bool backward = request.contains("direction") && request.at("direction") == "backward";
   const auto in_ranks = ranks_of(request, "inputs");
-  const json& inputs = response.at("inputs");
-  const json& outputs = response.at("outputs");
+  json& inputs = response.at("inputs");
+  json& outputs = response.at("outputs");
   if (inputs.size() != in_ranks.size()) fail("a response has not one attribute per input", r.line);
+  const ctspmd::named_mesh named = mesh_of(request);
+  for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i] = to_dims_form(inputs[i], named, in_ranks[i], r.line);
   for (std::size_t i = 0; i < inputs.size(); ++i) check_attr_json(inputs[i], in_ranks[i], mesh_ndim, r.line);
   if (!backward && outputs.empty()) fail("a forward success response without outputs", r.line);
   std::vector<std::int64_t> out_ranks;
   if (backward) {
     out_ranks = ranks_of(request, "outputs");
     if (outputs.size() != out_ranks.size()) fail("a backward response has not one attribute per output", r.line);
+  } else if (forward_out_ranks != nullptr && forward_out_ranks->size() == outputs.size()) {
+    out_ranks = *forward_out_ranks;
   }
   for (std::size_t i = 0; i < outputs.size(); ++i)
-    check_attr_json(outputs[i], backward ? out_ranks[i] : -1, mesh_ndim, r.line);
+    outputs[i] = to_dims_form(outputs[i], named, i < out_ranks.size() ? out_ranks[i] : -1, r.line);
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    check_attr_json(outputs[i], i < out_ranks.size() ? out_ranks[i] : -1, mesh_ndim, r.line);
   return response;
 }
 
@@ -706,8 +798,42 @@ bool is_ascii(std::string_view s) {
   return true;
 }
 
-/// The call as a request line, or nothing when JSON cannot express it exactly.
-std::optional<std::string> to_request(const raw_call& call, FuzzedDataProvider& fdp) {
+/// Mesh dim names for the requests in a named language.
+constexpr const char* fuzz_names[] = {"dp", "mp", "sp", "pp", "x", "y", "z", "w", "v", "u", "t", "s", "r", "q", "o", "n"};
+
+/// An operand written in `language` (its layout valid, else an spmd_error): the text, with
+/// "partial" lists beside it for what the language cannot say.
+json language_operand(const raw_operand& o, const ctspmd::named_mesh& mesh, ctspmd::sharding_language language,
+                      std::string_view symbol) {
+  const auto spec = make_spec(o, mesh);
+  const auto& attr = spec.dist_attr();
+  json j = {{"shape", o.shape}};
+  j[std::string(ctspmd::to_string(language))] =
+      std::string(ctspmd::to_text(language, mesh, attr, ctspmd::partial_policy::omit, symbol).view());
+  if (language == ctspmd::sharding_language::placements) return j;
+  json dims = json::array(), reduce = json::array();
+  for (auto m : attr.partial_dims()) {
+    const auto type = attr.partial_reduce_type(m);
+    if (language == ctspmd::sharding_language::sdy && type == ctspmd::reduce_type::sum) continue;  // unreduced
+    dims.push_back(m);
+    reduce.push_back(ctspmd::to_string(type));
+  }
+  if (!dims.empty()) {
+    j["partial"] = dims;
+    j["partial_reduce"] = reduce;
+  }
+  // Only exact forms: DTensor placements forget where a size-1 mesh dim stands in a co-shard.
+  auto back = ctspmd::from_text(language, mesh, j[std::string(ctspmd::to_string(language))].get<std::string>(), attr.rank());
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    back.set_partial_status({dims[i].get<std::int64_t>()}, attr.partial_reduce_type(dims[i].get<std::int64_t>()));
+  if (!(back == attr)) throw ctspmd::spmd_error(ctspmd::error_kind::invalid_argument, "not exact in this language");
+  return j;
+}
+
+/// The call as a request line, or nothing when JSON cannot express it exactly. Sometimes the
+/// operands are written in a sharding language (`mutated` is set when a text was then damaged
+/// on purpose: the answer need not match the direct call's).
+std::optional<std::string> to_request(const raw_call& call, FuzzedDataProvider& fdp, bool& mutated) {
   if (!is_ascii(call.op)) return std::nullopt;
   json request = json::object();
   request["op"] = call.op;
@@ -729,6 +855,52 @@ std::optional<std::string> to_request(const raw_call& call, FuzzedDataProvider& 
     const auto outputs = operands(call.outputs);
     if (!outputs) return std::nullopt;
     request["outputs"] = *outputs;
+  }
+  // The same operands in a sharding language, when their layouts are valid.
+  const int form = fdp.ConsumeIntegralInRange<int>(0, 5);
+  if (form >= 3 && call.mesh.size() <= ctspmd::max_mesh_ndim) {
+    const auto language = static_cast<ctspmd::sharding_language>(form - 3);
+    static constexpr const char* symbols[] = {"mesh", "m", "mesh_xyz"};
+    const std::string symbol = pick(fdp, symbols);
+    try {
+      ctspmd::mesh_names names;
+      json names_json = json::array();
+      for (std::size_t m = 0; m < call.mesh.size(); ++m) {
+        names.push_back(fuzz_names[m]);
+        names_json.push_back(fuzz_names[m]);
+      }
+      const ctspmd::named_mesh mesh(to_shape(call.mesh), names);
+      json in = json::array(), out = json::array();
+      for (const auto& o : call.inputs) in.push_back(language_operand(o, mesh, language, symbol));
+      if (!call.forward)
+        for (const auto& o : call.outputs) out.push_back(language_operand(o, mesh, language, symbol));
+      request["inputs"] = in;
+      if (!call.forward) request["outputs"] = out;
+      if (language != ctspmd::sharding_language::placements || fdp.ConsumeBool()) request["mesh_names"] = names_json;
+      if (rare(fdp, 8)) {  // damage one text: the tool must answer with a clean error or a valid answer
+        json& list = !call.forward && !out.empty() && fdp.ConsumeBool() ? request["outputs"] : request["inputs"];
+        if (!list.empty()) {
+          json& o = list[fdp.ConsumeIntegralInRange<std::size_t>(0, list.size() - 1)];
+          std::string text = o.at(std::string(ctspmd::to_string(language))).get<std::string>();
+          if (!text.empty()) {
+            const std::size_t at = fdp.ConsumeIntegralInRange<std::size_t>(0, text.size() - 1);
+            switch (fdp.ConsumeIntegralInRange<int>(0, 2)) {
+              case 0: text.resize(at); break;
+              case 1: text[at] = static_cast<char>(fdp.ConsumeIntegralInRange<int>(0x20, 0x7e)); break;
+              default: text.insert(at, fdp.ConsumeRandomLengthString(6)); break;
+            }
+            if (!is_ascii(text)) text = "[";
+            o[std::string(ctspmd::to_string(language))] = text;
+            mutated = true;
+          }
+        }
+      }
+    } catch (const ctspmd::spmd_error&) {
+      // a layout the language cannot hold (invalid): the request stays in dims_mapping form
+      request["inputs"] = *inputs;
+      if (!call.forward) request["outputs"] = *operands(call.outputs);
+      request.erase("mesh_names");
+    }
   }
   if (!call.attrs.empty() || fdp.ConsumeBool()) {
     json attrs = json::object();
@@ -755,10 +927,15 @@ std::optional<std::string> to_request(const raw_call& call, FuzzedDataProvider& 
 }
 
 void compare_with_tool(const raw_call& call, const direct_outcome& direct, FuzzedDataProvider& fdp) {
-  const auto line = to_request(call, fdp);
+  bool mutated = false;
+  const auto line = to_request(call, fdp, mutated);
   if (!line) return;
   const auto r = ctspmd_infer::handle(*line);
-  const json response = check_response(*line, r);
+  std::vector<std::int64_t> out_ranks;
+  if (direct.info && call.forward)
+    for (const auto& a : direct.info->outputs) out_ranks.push_back(static_cast<std::int64_t>(a.rank()));
+  const json response = check_response(*line, r, direct.info && call.forward ? &out_ranks : nullptr);
+  if (mutated) return;
   if (!direct.info) {
     if (r.ok) fail("the tool accepts a call the runtime API rejects: " + direct.message, *line);
     // The tool checks the operand counts first, before the operator's name.

@@ -3,6 +3,7 @@
 // ctspmd-infer's request handling: one JSON request line in, one JSON response line out.
 // Shared by the tool, its benchmark and its fuzz target.
 
+#include <ctspmd/interop.hpp>
 #include <ctspmd/runtime.hpp>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,22 +121,20 @@ inline ctspmd::multi_dims_mapping to_multi(const json& v, const std::string& wha
   return out;
 }
 
-/// One operand: {"shape": [...], "dims_mapping": [...], "partial": [...], "partial_reduce": [...]}.
-inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, const ctspmd::process_mesh& mesh);
+/// The layout form of a request: `dims_mapping` (ctspmd's own), or one of the sharding
+/// languages, the same for every operand that gives a layout. Answers use the request's form.
+struct layout_form {
+  std::optional<ctspmd::sharding_language> language;  ///< none: dims_mapping
+  std::string first;                                  ///< the operand that fixed the form, for errors
+  bool fixed = false;
+  std::string mesh_symbol = "mesh";                   ///< Shardy: the first operand's @symbol
+};
 
-inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string& what, const ctspmd::process_mesh& mesh) {
-  check_fields(v, what, {"shape", "dims_mapping", "partial", "partial_reduce"});
-  const auto shape_field = v.find("shape");
-  if (shape_field == v.end()) bad_request(what + " has no \"shape\"");
-  const auto shape = to_list<ctspmd::tensor_shape>(*shape_field, what, ".shape", "max_rank");
-  const auto mapping_field = v.find("dims_mapping");
-  ctspmd::tensor_dist_attr attr(mesh);
-  if (mapping_field == v.end())
-    attr.set_dims_mapping(ctspmd::dims_mapping(shape.size(), -1));
-  else if (is_nested(*mapping_field))
-    attr.set_dims_mapping(to_multi(*mapping_field, what));
-  else
-    attr.set_dims_mapping(to_list<ctspmd::dims_mapping>(*mapping_field, what, ".dims_mapping", "max_rank"));
+/// The keys that give an operand's layout, one per form.
+inline constexpr std::string_view layout_keys[] = {"dims_mapping", "placements", "partition_spec", "sdy"};
+
+/// Reads the partial status fields of operand `v` into `attr`.
+inline void read_partial(const json& v, const std::string& what, ctspmd::tensor_dist_attr& attr) {
   if (v.contains("partial")) {
     const auto dims = to_list<ctspmd::mesh_dims>(v.at("partial"), what, ".partial", "max_mesh_ndim");
     std::vector<ctspmd::reduce_type> types(dims.size(), ctspmd::reduce_type::sum);
@@ -150,13 +150,63 @@ inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string
   } else if (v.contains("partial_reduce")) {
     bad_request(what + " has \"partial_reduce\" but no \"partial\"");
   }
+}
+
+/// One operand: {"shape": [...], "dims_mapping" | "placements" | "partition_spec" | "sdy": ...,
+/// "partial": [...], "partial_reduce": [...]}.
+inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string& what, const ctspmd::named_mesh& mesh,
+                                                layout_form& form) {
+  check_fields(v, what, {"shape", "dims_mapping", "placements", "partition_spec", "sdy", "partial", "partial_reduce"});
+  const auto shape_field = v.find("shape");
+  if (shape_field == v.end()) bad_request(what + " has no \"shape\"");
+  const auto shape = to_list<ctspmd::tensor_shape>(*shape_field, what, ".shape", "max_rank");
+  std::size_t key = 0, given = 0;
+  for (std::size_t k = 0; k < std::size(layout_keys); ++k)
+    if (v.contains(layout_keys[k])) {
+      if (given != 0)
+        bad_request(what + " gives both \"" + std::string(layout_keys[key]) + "\" and \"" + std::string(layout_keys[k]) +
+                    "\": one layout per operand");
+      key = k, ++given;
+    }
+  if (given != 0) {
+    const std::optional<ctspmd::sharding_language> language =
+        key == 0 ? std::nullopt : std::optional(static_cast<ctspmd::sharding_language>(key - 1));
+    if (form.fixed && form.language != language)
+      bad_request(what + " gives \"" + std::string(layout_keys[key]) + "\", but " + form.first + " gave \"" +
+                  std::string(layout_keys[form.language ? static_cast<std::size_t>(*form.language) + 1 : 0]) +
+                  "\": a request uses one layout form for all its operands");
+    if (!form.fixed) form = {language, what, true, form.mesh_symbol};
+  }
+  ctspmd::tensor_dist_attr attr(mesh);
+  const json* field = given != 0 ? &v.at(layout_keys[key]) : nullptr;
+  if (field == nullptr) {
+    attr.set_dims_mapping(ctspmd::dims_mapping(shape.size(), -1));
+  } else if (key == 0) {
+    if (is_nested(*field))
+      attr.set_dims_mapping(to_multi(*field, what));
+    else
+      attr.set_dims_mapping(to_list<ctspmd::dims_mapping>(*field, what, ".dims_mapping", "max_rank"));
+  } else {
+    const auto language = static_cast<ctspmd::sharding_language>(key - 1);
+    if (!field->is_string())
+      bad_request(what + "." + std::string(layout_keys[key]) + " must be a string (the language's own text)");
+    const std::string& text = field->get_ref<const std::string&>();
+    if (language == ctspmd::sharding_language::placements && (v.contains("partial") || v.contains("partial_reduce")))
+      bad_request(what + " gives \"partial\" beside \"placements\", which say partial themselves (Partial())");
+    if (language == ctspmd::sharding_language::sdy && form.first == what) {
+      if (const auto parsed = ctspmd::try_parse_sdy(text)) form.mesh_symbol = std::string(parsed->mesh_symbol);
+    }
+    attr = ctspmd::try_from_text(language, mesh, text, shape.size()).value();
+  }
+  read_partial(v, what, attr);
   return {shape, attr};
 }
 
 /// The operand `v`; a rejected value's message names the operand (`what`).
-inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, const ctspmd::process_mesh& mesh) {
+inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, const ctspmd::named_mesh& mesh,
+                                        layout_form& form) {
   try {
-    return to_spec_unnamed(v, what, mesh);
+    return to_spec_unnamed(v, what, mesh, form);
   } catch (const spmd_error& e) {
     const std::string_view message = e.what();
     if (message.find(what) != std::string_view::npos) throw;
@@ -167,13 +217,13 @@ inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, 
 /// Operands, held inline (no allocation).
 using specs = ctspmd::static_vector<ctspmd::dist_tensor_spec, ctspmd::max_operands>;
 
-inline specs to_specs(const json& v, const std::string& what, const ctspmd::process_mesh& mesh) {
+inline specs to_specs(const json& v, const std::string& what, const ctspmd::named_mesh& mesh, layout_form& form) {
   if (!v.is_array()) bad_request(what + " must be an array of operands");
   if (v.size() > ctspmd::max_operands)
     bad_request(what + " has " + std::to_string(v.size()) + " operands, above max_operands = " +
                 std::to_string(ctspmd::max_operands));
   specs out;
-  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(to_spec(v[i], what + "[" + std::to_string(i) + "]", mesh));
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(to_spec(v[i], what + "[" + std::to_string(i) + "]", mesh, form));
   return out;
 }
 
@@ -261,6 +311,34 @@ inline std::string success_response(const ctspmd::spmd_info& info) {
   return out;
 }
 
+/// `attrs` in the request's sharding language: per attr {"placements": text},
+/// {"partition_spec": text, "partial": [...], "partial_reduce": [...]} (a PartitionSpec cannot
+/// say partial), or {"sdy": text} (partial sums as unreduced axes), with "partial" and
+/// "partial_reduce" beside it when some partial dim is not a sum.
+inline json to_json(const ctspmd::dist_attrs& attrs, const ctspmd::named_mesh& mesh, const layout_form& form) {
+  const auto language = *form.language;
+  const std::string key(ctspmd::to_string(language));
+  json out = json::array();
+  for (const auto& a : attrs) {
+    bool sums_only = true;
+    for (auto m : a.partial_dims()) sums_only = sums_only && a.partial_reduce_type(m) == ctspmd::reduce_type::sum;
+    const auto text = ctspmd::try_to_text(language, mesh, a, ctspmd::partial_policy::omit, form.mesh_symbol).value();
+    json o = {{key, std::string(text.view())}};
+    if (language == ctspmd::sharding_language::partition_spec ||
+        (language == ctspmd::sharding_language::sdy && !sums_only)) {
+      json partial = json::array(), reduce = json::array();
+      for (auto m : a.partial_dims()) {
+        partial.push_back(m);
+        reduce.push_back(ctspmd::to_string(a.partial_reduce_type(m)));
+      }
+      o["partial"] = partial;
+      o["partial_reduce"] = reduce;
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
 inline std::string error_response(error_kind kind, const std::string& message) {
   return dump(json{{"error", {{"kind", ctspmd::to_string(kind)}, {"message", message}}}});
 }
@@ -276,7 +354,8 @@ inline response handle(std::string_view line) {
   try {
     const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (request.is_discarded()) return {error_response(error_kind::invalid_argument, "the line is not valid JSON"), false};
-    check_fields(request, "the request", {"op", "direction", "semantics", "mesh", "inputs", "outputs", "attrs"});
+    check_fields(request, "the request",
+                 {"op", "direction", "semantics", "mesh", "mesh_names", "inputs", "outputs", "attrs"});
     if (!request.contains("op") || !request.at("op").is_string()) bad_request("the request needs \"op\", a string");
     const std::string op = request.at("op").get<std::string>();
     static const json default_direction = "forward";  // both branches lvalues: no copy of the request's value
@@ -290,12 +369,24 @@ inline response handle(std::string_view line) {
       bad_request("\"semantics\" must be \"fluid\" or \"phi\", not " + shown(semantics_field));
     const auto semantics = semantics_field == "phi" ? ctspmd::semantics::phi : ctspmd::semantics::fluid;
     if (!request.contains("mesh")) bad_request("the request needs \"mesh\", the process mesh's shape");
-    const ctspmd::process_mesh mesh(to_list<ctspmd::tensor_shape>(request.at("mesh"), "mesh", "", "max_rank"));
+    const ctspmd::process_mesh plain_mesh(to_list<ctspmd::tensor_shape>(request.at("mesh"), "mesh", "", "max_rank"));
+    ctspmd::mesh_names names;
+    if (request.contains("mesh_names")) {
+      const json& n = request.at("mesh_names");
+      if (!n.is_array() || n.size() != static_cast<std::size_t>(plain_mesh.ndim()))
+        bad_request("\"mesh_names\" must be an array of one name (a string) per mesh dim");
+      for (const auto& e : n) {
+        if (!e.is_string()) bad_request("\"mesh_names\" must be an array of one name (a string) per mesh dim");
+        names.push_back(e.get_ref<const std::string&>());
+      }
+    }
+    const ctspmd::named_mesh mesh(plain_mesh, names);
+    layout_form form;
     if (!request.contains("inputs")) bad_request("the request needs \"inputs\"");
-    const auto inputs = to_specs(request.at("inputs"), "inputs", mesh);
+    const auto inputs = to_specs(request.at("inputs"), "inputs", mesh, form);
     if (forward && request.contains("outputs")) bad_request("\"outputs\" are given only with \"direction\": \"backward\"");
     if (!forward && !request.contains("outputs")) bad_request("a backward request needs \"outputs\"");
-    const auto outputs = forward ? specs{} : to_specs(request.at("outputs"), "outputs", mesh);
+    const auto outputs = forward ? specs{} : to_specs(request.at("outputs"), "outputs", mesh, form);
     ctspmd::runtime::attribute_map attrs;
     if (request.contains("attrs")) {
       if (!request.at("attrs").is_object()) bad_request("\"attrs\" must be an object");
@@ -303,6 +394,8 @@ inline response handle(std::string_view line) {
     }
     const auto info = forward ? ctspmd::runtime::infer_forward(op, inputs, attrs, semantics)
                               : ctspmd::runtime::infer_backward(op, inputs, outputs, attrs, semantics);
+    if (form.language)
+      return {dump(json{{"inputs", to_json(info.inputs, mesh, form)}, {"outputs", to_json(info.outputs, mesh, form)}}), true};
     return {success_response(info), true};
   } catch (const spmd_error& e) {
     return {error_response(e.kind(), e.what()), false};

@@ -9,7 +9,7 @@
 
 namespace {
 
-constexpr std::string_view help = R"(usage: ctspmd-infer [FILE]      read requests from FILE, or standard input
+constexpr std::string_view help = R"help(usage: ctspmd-infer [FILE]      read requests from FILE, or standard input
        ctspmd-infer --list       every operator name with its attributes
        ctspmd-infer --help       this text
 
@@ -20,6 +20,8 @@ Request:
    "direction": "forward",              "forward" (default) or "backward"
    "semantics": "fluid",                "fluid" (default: Paddle's 2023 rules) or "phi" (2025: co-shard merges)
    "mesh": [2, 3],                      the process mesh's shape
+   "mesh_names": ["dp", "mp"],          optional: a name per mesh dim ([A-Za-z_][A-Za-z0-9_]*, at most 32
+                                        characters), needed by "partition_spec" and "sdy"
    "inputs": [OPERAND, ...],            the operator's inputs
    "outputs": [OPERAND, ...],           backward only: the outputs' wanted dist attributes
    "attrs": {"trans_x": false}}         optional; absent attributes take their defaults
@@ -29,10 +31,32 @@ OPERAND:
                                         or nested, [[0, 1], []]: per tensor dim its mesh dims, major first
    "partial": [0],                      optional: mesh dims on which the tensor is partial
    "partial_reduce": ["sum"]}           optional: their reductions (sum, max, min, prod, avg, any, all)
+  Instead of "dims_mapping", an operand's layout may be written in another framework's language,
+  as that language's text in one JSON string (one form for all the operands of a request):
+   "placements": "[Shard(0), Replicate()]"       PyTorch DTensor, one placement per mesh dim: Shard(d),
+                                        Shard(dim=d), Replicate(), Partial() (sum), Partial('max') (also
+                                        avg, product, min, band = all, bor = any), _StridedShard(d, split_factor=k);
+                                        no "partial" beside it. Co-shard: Shard(d) on several mesh dims is
+                                        split major first in mesh dim order; another order takes
+                                        _StridedShard, k = the product of the sizes of the mesh dims that
+                                        split d outside this one but have a higher index.
+   "partition_spec": "P('dp', None)"             JAX (also PartitionSpec(...)), over "mesh_names": per
+                                        leading tensor dim None, 'name' or ('major', 'minor'); missing
+                                        trailing dims replicated; "partial" may be given beside it.
+   "sdy": "#sdy.sharding<@mesh, [{\"dp\"}, {}]>"  OpenXLA Shardy, over "mesh_names": one {...} per tensor dim,
+                                        names major first; {"x", ?} open dims read as closed;
+                                        replicated={...}; unreduced={...} = partial sum.
+  A text error names its column (1-based), e.g. "inputs[1]: partition_spec: column 9: no dim of the
+  mesh (2 dims) has this name".
 Response:
   {"inputs": [ATTR, ...], "outputs": [ATTR, ...]}
   ATTR: {"dims_mapping": [1, -1], "partial": [0], "partial_reduce": ["sum"]}
   (dims_mapping is nested when a tensor dim is split over several mesh dims)
+  A request in a language is answered in it, every operand, outputs included, as canonical text:
+  ATTR: {"placements": "[Shard(0), Partial()]"}
+        {"partition_spec": "P('dp', None)", "partial": [1], "partial_reduce": ["sum"]}
+        {"sdy": "#sdy.sharding<@mesh, [{\"dp\"}, {}], unreduced={\"mp\"}>"}  (the request's @symbol;
+        "partial" and "partial_reduce" beside it, listing every partial dim, if one is not a sum)
   forward: the inputs as the operator needs them (a difference from the request is a reshard)
   and the inferred outputs; backward: the inputs the outputs require, and the outputs.
 Error (for that line; processing continues with the next):
@@ -44,8 +68,11 @@ Example:
   $ echo '{"op": "matmul", "mesh": [2, 3], "inputs": [{"shape": [64, 32], "dims_mapping": [1, 0]}, {"shape": [32, 48]}]}' | ctspmd-infer
   {"inputs":[{"dims_mapping":[1,0],"partial":[],"partial_reduce":[]},{"dims_mapping":[0,-1],"partial":[],"partial_reduce":[]}],"outputs":[{"dims_mapping":[1,-1],"partial":[0],"partial_reduce":["sum"]}]}
 
+  $ echo '{"op": "matmul", "mesh": [2, 4], "inputs": [{"shape": [8, 1024], "placements": "[Shard(0), Replicate()]"}, {"shape": [1024, 4096], "placements": "[Replicate(), Shard(1)]"}]}' | ctspmd-infer
+  {"inputs":[{"placements":"[Shard(0), Replicate()]"},{"placements":"[Replicate(), Shard(1)]"}],"outputs":[{"placements":"[Shard(0), Shard(1)]"}]}
+
 Exit status: 0 if every request succeeded, 1 if any got an error response, 2 for a usage or I/O error.
-)";
+)help";
 
 void list() {
   for (const auto& e : ctspmd::runtime::rule_table) {

@@ -2,6 +2,9 @@
 #define CTSPMD_DIST_DIST_TENSOR_SPEC_HPP
 /// \file `dist_tensor_spec`: a tensor's shape with its dist attribute, what rules read.
 
+#include <cstddef>
+#include <utility>
+
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/dist/tensor_dist_attr.hpp>
 
@@ -17,6 +20,12 @@ class dist_tensor_spec {
   /// A replicated tensor (all -1) of `shape` on `mesh`.
   constexpr dist_tensor_spec(const tensor_shape& shape, const ctspmd::process_mesh& mesh)
       : dist_tensor_spec(shape, tensor_dist_attr(mesh, ctspmd::dims_mapping(shape.size(), -1))) {}
+  /// A tensor whose layout is written in another framework's language, bound to a mesh
+  /// (`placements(mesh, "[Shard(0), Replicate()]")`, `"P('dp')"_pspec.on(mesh)`: see
+  /// `<ctspmd/interop.hpp>`): any `layout` with `resolve(rank)` giving the dist attr.
+  template <class Layout, class = decltype(std::declval<const Layout&>().resolve(std::size_t{}))>
+  constexpr dist_tensor_spec(const tensor_shape& shape, const Layout& layout)
+      : dist_tensor_spec(shape, tensor_dist_attr(layout.resolve(shape.size()))) {}
 
   /// Checks a shape against its dist attribute: one mapping entry per dim, and every size
   /// non-negative or -1 (unknown until run time).

@@ -22,11 +22,13 @@
 #include <initializer_list>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/fixed_string.hpp>
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/dist_tensor_spec.hpp>
+#include <ctspmd/dist/named_mesh.hpp>
 #include <ctspmd/rules/registry.hpp>
 
 namespace ctspmd::model {
@@ -157,6 +159,8 @@ class plan {
 
   /// A plan on `mesh` whose rules follow semantics `s` (fluid by default).
   constexpr explicit plan(const process_mesh& mesh, semantics s = semantics::fluid) : mesh_(mesh), semantics_(s) {}
+  /// A plan on a mesh whose dims have names (which layouts in JAX's and Shardy's languages use).
+  constexpr explicit plan(const named_mesh& mesh, semantics s = semantics::fluid) : mesh_(mesh), semantics_(s) {}
 
   /// A tensor whose dist attributes are inferred.
   constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, element_size element = float32) {
@@ -175,6 +179,16 @@ class plan {
                        tensor_count_));
     dist_tensor_spec::check(shape, attr).check();
     return add_tensor({name, shape, element.bytes(), true, attr, -1});
+  }
+
+  /// A tensor annotated with a layout in another framework's language (`placements("[Shard(0),
+  /// Replicate()]")`, `partition_spec("P('dp', None)")`, `"P('dp')"_pspec`: `<ctspmd/interop.hpp>`),
+  /// resolved on the plan's mesh unless bound to one: any `layout` with `resolve(mesh, rank)`.
+  template <class Layout, class = decltype(std::declval<const Layout&>().resolve(std::declval<const named_mesh&>(),
+                                                                                 std::size_t{}))>
+  constexpr tensor_id tensor(std::string_view name, const tensor_shape& shape, const Layout& layout,
+                             element_size element = float32) {
+    return tensor(name, shape, tensor_dist_attr(layout.resolve(mesh_, shape.size())), element);
   }
 
   /// The operator `Op` (a registered name) reading `inputs` and writing `outputs`.
@@ -257,7 +271,7 @@ class plan {
     return {tensor_count_++};
   }
 
-  process_mesh mesh_;
+  named_mesh mesh_;  ///< names, if given, only resolve named layouts
   ctspmd::semantics semantics_ = ctspmd::semantics::fluid;
   std::array<tensor_info, MaxTensors> tensors_{};
   std::array<operator_info, MaxOps> ops_{};
