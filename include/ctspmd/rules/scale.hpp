@@ -4,8 +4,7 @@
 /// (`out = scale * x + bias` or `scale * (x + bias)`; `out = x ^ y`).
 ///
 /// They are the elementwise rule on one input (elementwise.hpp): x's layout is kept (merged
-/// alone: under `phi` with the co-shard union, so a co-shard list whose shard count does not
-/// divide its dim loses its trailing mesh dims), the output takes it, and partial status is
+/// alone: under `phi` with the co-shard union), the output takes it, and partial status is
 /// dropped, as phi's ScaleInferSpmd and PowInferSpmd do (a partial x is reduced first: neither a
 /// bias nor a power commutes with the sum). Backward: x takes the output's mapping (same rank
 /// and sizes). The attributes do not affect sharding. Both rules exist only in phi; they behave
