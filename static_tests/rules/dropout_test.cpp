@@ -81,3 +81,16 @@ static_assert(!fg.inputs[1].is_partial() && fg.outputs[0].dims_mapping() == dims
 static_assert(fused_dropout_add_grad::try_infer_forward({spec({2, 1}, {-1, -1}), spec({8}, {-1})}).error().values[0] == 2);
 static_assert(fused_dropout_add_grad::try_infer_backward({spec({2}, {-1}), spec({8}, {-1})}, {spec({8}, {-1}), spec({8}, {-1})})
                   .kind() == error_kind::unimplemented);
+
+// ==== Paddle's test_fused_dropout_add_rule.py (15a488a0): mesh [2, 4], x, y [2, 4] [0, -1] ===============
+namespace paddle_cases {
+constexpr process_mesh m24({2, 4});
+constexpr dist_tensor_spec x{{2, 4}, {m24, {0, -1}}};
+constexpr auto fwd = fused_dropout_add::infer_forward({x, x});
+static_assert(fwd.inputs.size() == 2 && fwd.inputs[0].dims_mapping() == dims_mapping{0, -1} &&
+              fwd.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(fwd.outputs[0].dims_mapping() == dims_mapping{0, -1} && fwd.outputs[1].dims_mapping() == dims_mapping{-1});
+constexpr auto rev = fused_dropout_add::infer_backward({x, x}, {x, dist_tensor_spec({2}, {m24, {-1}})});
+static_assert(rev.inputs[0].dims_mapping() == dims_mapping{0, -1} && rev.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(rev.outputs[0].dims_mapping() == dims_mapping{0, -1} && rev.outputs[1].dims_mapping() == dims_mapping{-1});
+}  // namespace paddle_cases

@@ -59,3 +59,18 @@ static_assert(where_grad::try_infer_forward({spec({8}, {-1}), spec({4, 8}, {-1, 
 static_assert(where_grad::try_infer_backward({spec({8}, {-1}), spec({8}, {-1}), spec({8}, {-1}), spec({8}, {-1})},
                                              {spec({8}, {-1}), spec({8}, {-1})})
                   .kind() == error_kind::unimplemented);
+
+// ==== Paddle's test_where_rule.py (0ab6998c): mesh [2, 2] =================================================
+namespace paddle_cases {
+constexpr process_mesh m22({2, 2});
+constexpr dist_tensor_spec cond{{16, 16, 16}, {m22, {-1, 0, -1}}};
+constexpr dist_tensor_spec x{{16, 16}, {m22, {-1, 0}}};
+constexpr dist_tensor_spec y{{16}, {m22, {0}}};
+constexpr auto fwd = where::infer_forward({cond, x, y});
+static_assert(fwd.inputs[0].dims_mapping() == dims_mapping{-1, 0, -1} && fwd.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(fwd.inputs[2].dims_mapping() == dims_mapping{-1} && fwd.outputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+static_assert(where::infer_forward({cond, x, y}, {}, semantics::phi) == fwd);
+constexpr auto rev = where::infer_backward({cond, x, y}, {cond});
+static_assert(rev.inputs[0].dims_mapping() == dims_mapping{-1, 0, -1} && rev.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(rev.inputs[2].dims_mapping() == dims_mapping{-1} && rev.outputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+}  // namespace paddle_cases
