@@ -268,7 +268,8 @@ TEST_CASE("oracle: elementwise grads") {
       // swiglu_grad without y: x's last dim is twice out_grad's ('z' sized alone, then doubled)
       {
         const std::string xl = gl.substr(0, rank - 1) + "z";
-        for (const auto& ls : layouts(mesh.ndim(), {rank, 0, rank}, sum_max, 10, g)) {
+        for (auto ls : layouts(mesh.ndim(), {rank, 0, rank}, sum_max, 10, g)) {
+          ls[1] = replicated_layout(0);  // y absent: shape [], mapping [], not partial
           auto sizes = label_sizes(mesh, {xl, "", gl}, ls, g, false);
           shape_t os = shape_of(gl, sizes);
           shape_t xs = os;

@@ -5,10 +5,10 @@
 ///
 /// Operands: x of rank r >= 2; `begin_norm_axis` (bna) in [1, r), negative counting from the end
 /// (as layer_norm.hpp); mean and variance of shape x[:bna]; out_grad of x's shape. scale and bias
-/// are optional (absent: shape `[]`, dims mapping `[]`, given back as given, and so is their
-/// gradient); when given they span the normalised dims and may have any rank (phi's test passes
-/// a 2-D scale): their layout does not matter, they are replicated. Each shape precondition is
-/// an `invalid_argument` naming the operand.
+/// are optional (absent: shape `[]`, dims mapping `[]`, given back as given; their gradient is
+/// then absent too, without partial status); when given they span the normalised dims and may
+/// have any rank (phi's test passes a 2-D scale): their layout does not matter, they are
+/// replicated. Each shape precondition is an `invalid_argument` naming the operand.
 ///
 /// Layouts (phi's LayerNormGradInferSpmd): x, mean, variance and out_grad are aligned on the
 /// leading dims (rms_norm.hpp's `align_norm_grad`: phi's AlignDimsSharding under `phi`, the
@@ -70,7 +70,8 @@ struct layer_norm_grad : rule_base<layer_norm_grad, layer_norm_grad_attributes> 
     push(info.inputs, in[5].dist_attr(), n->x, map);
     push(info.outputs, x.dist_attr(), n->x, map);
     for (std::size_t p = 1; p < 3; ++p)
-      info.outputs.push_back(is_absent(in[p]) ? in[p].dist_attr() : detail::summed_over(in[p].dist_attr(), map, n->lead));
+      info.outputs.push_back(is_absent(in[p]) ? detail::without_partial(in[p].dist_attr())
+                                              : detail::summed_over(in[p].dist_attr(), map, n->lead));
     return {};
   }
   static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {

@@ -20,7 +20,8 @@
 /// binary elementwise grad (elementwise_grad.hpp): everything follows out_grad, whose partial
 /// status is cleaned, and an operand's gradient is partial (sum) over the dims it was broadcast
 /// on. Without y: x and x_grad take out_grad's mapping with the last dim replicated (x_grad's
-/// halves pair up only there), out_grad too; y and y_grad come back absent as given.
+/// halves pair up only there), out_grad too; y comes back absent as given, and y_grad is absent
+/// (shape `[]`, dims mapping `[]`, no partial status).
 ///
 /// swiglu exists only in phi; it behaves the same under both semantics except for the merge
 /// policy.
@@ -133,7 +134,7 @@ struct swiglu_grad : rule_base<swiglu_grad, swiglu_grad_attributes> {
     info.inputs.push_back(in[1].dist_attr());
     info.inputs.push_back(a);
     info.outputs.push_back(a);
-    info.outputs.push_back(in[1].dist_attr());
+    info.outputs.push_back(detail::without_partial(in[1].dist_attr()));  // y_grad absent too
     return {};
   }
   static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {
