@@ -9,13 +9,16 @@
 /// Forward (phi's AddNInferSpmd): all inputs are merged (fluid: first-wins, one axis on two
 /// mesh dims is `unimplemented`; phi: the co-shard union, conflicting proposals become a
 /// co-shard, mesh dims that do not divide their axis are dropped); every input comes back with
-/// the merged mapping, and so does the output. A size-1 dim is never sharded. Partial status is
-/// dropped, as phi does (the inputs are reduced first; a sum of partial sums could stay partial
-/// only if every input were partial alike, which phi does not track).
+/// the merged mapping, and so does the output. A size-1 dim is never sharded. Partial status: a
+/// mesh dim on which every input is partial with one reduce type, sum or avg, stays partial on
+/// every input and on the output (a sum of partial sums is the partial sum of the sums; phi keeps
+/// the partial status all inputs share, Paddle's test_add_n_rule.py); any other partial status is
+/// dropped (those inputs are reduced first). phi keeps a shared max / min / prod partial too,
+/// which is wrong (a sum of maxima is not the maximum of sums); we do not.
 ///
 /// Backward (phi has none; derived): the output's rank and sizes must be the inputs'. The
-/// output's mapping alone is merged; every input and the output take it, which is what forward
-/// from those inputs gives. add_n exists only in phi; it behaves the same under both semantics
+/// output's mapping alone is merged; every input and the output take it, without partial status
+/// (as every reverse rule), which is what forward from those inputs gives. add_n exists only in phi; it behaves the same under both semantics
 /// except for the merge policy.
 
 #include <cstddef>
@@ -45,8 +48,14 @@ struct add_n : rule_base<add_n, add_n_attributes> {
     axis_to_dim_map map;
     CTSPMD_TRY(merge_operands(map, std::span<const std::string_view>(labels.data(), labels.size()), in, s,
                               {true, /*size_one_unsharded=*/true, false, /*drop_indivisible=*/true}));
-    for (const auto& x : in) push(info.inputs, x.dist_attr(), *letters, map);
-    push(info.outputs, in[0].dist_attr(), *letters, map);
+    // The partial status every input shares, if it is a sum or an average.
+    tensor_dist_attr partial = common_partial(in);
+    for (auto m : partial.partial_dims()) {
+      const reduce_type r = partial.partial_reduce_type(m);
+      if (r != reduce_type::sum && r != reduce_type::avg) partial.clean_partial_dims({m});
+    }
+    for (const auto& x : in) add_partial_of(push(info.inputs, x.dist_attr(), *letters, map), partial);
+    add_partial_of(push(info.outputs, in[0].dist_attr(), *letters, map), partial);
     return {};
   }
 

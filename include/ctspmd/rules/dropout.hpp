@@ -29,6 +29,7 @@
 /// The attributes (`p`, `is_test`, `mode`, `seed`, `fix_seed`) do not affect sharding. These
 /// rules exist only in phi and behave the same under both semantics except for the merge policy.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
