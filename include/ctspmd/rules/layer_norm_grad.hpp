@@ -70,8 +70,10 @@ struct layer_norm_grad : rule_base<layer_norm_grad, layer_norm_grad_attributes> 
     push(info.inputs, in[5].dist_attr(), n->x, map);
     push(info.outputs, x.dist_attr(), n->x, map);
     for (std::size_t p = 1; p < 3; ++p)
-      info.outputs.push_back(is_absent(in[p]) ? detail::without_partial(in[p].dist_attr())
-                                              : detail::summed_over(in[p].dist_attr(), map, n->lead));
+      if (is_absent(in[p]))
+        info.outputs.emplace_back(in[p].dist_attr()).clean_partial_status();
+      else
+        info.outputs.push_back(detail::summed_over(in[p].dist_attr(), map, n->lead));
     return {};
   }
   static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {
