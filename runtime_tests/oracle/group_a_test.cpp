@@ -1,5 +1,5 @@
 // The oracle on the group A rules: scale, pow, dropout, add_n, swiglu, fused_dropout_add, where,
-// rms_norm (forward and backward), and the grad rules relu_grad, silu_grad, add_grad,
+// rms_norm (forward and backward), and the grad rules relu_grad, silu_grad, gelu_grad, pow_grad, add_grad,
 // multiply_grad, divide_grad, where_grad, dropout_grad, fused_dropout_add_grad, swiglu_grad,
 // rms_norm_grad, layer_norm_grad (forward: a grad rule is called forward). A grad rule's case
 // computes the gradients on every device from its local tensors (the same reference function
@@ -231,7 +231,7 @@ void grad_cases(rule_stats& st, const process_mesh& mesh, const std::vector<std:
 TEST_CASE("oracle: elementwise grads") {
   using ctspmd::rules::elementwise_binary_grad;
   using ctspmd::rules::elementwise_unary_grad;
-  rule_stats relu_st{"relu_grad"}, silu_st{"silu_grad"}, add_st{"add_grad"}, mul_st{"multiply_grad"},
+  rule_stats relu_st{"relu_grad"}, silu_st{"silu_grad"}, gelu_st{"gelu_grad"}, pow_st{"pow_grad"}, add_st{"add_grad"}, mul_st{"multiply_grad"},
       div_st{"divide_grad"}, where_st{"where_grad"}, drop_st{"dropout_grad"}, fda_st{"fused_dropout_add_grad"},
       swy_st{"swiglu_grad (x, y)"}, sw_st{"swiglu_grad (x)"};
   rng g(0x67726164ULL);
@@ -246,6 +246,12 @@ TEST_CASE("oracle: elementwise grads") {
       grad_cases<elementwise_unary_grad>(
           silu_st, mesh, {gl, gl, gl}, {}, 10, randoms,
           [](const std::vector<tensor>& in) { return std::vector{ops_a::silu_grad(in[0], in[1], in[2])}; }, "silu_grad", g);
+      grad_cases<ctspmd::rules::gelu_grad>(
+          gelu_st, mesh, {gl, gl}, {}, 10, randoms,
+          [](const std::vector<tensor>& in) { return std::vector{ops_a::gelu_grad(in[0], in[1])}; }, "gelu_grad", g);
+      grad_cases<ctspmd::rules::pow_grad>(
+          pow_st, mesh, {gl, gl}, {3.0}, 10, randoms,
+          [](const std::vector<tensor>& in) { return std::vector{ops_a::pow_grad(in[0], in[1], 3.0)}; }, "pow_grad", g);
       grad_cases<ctspmd::rules::dropout_grad>(
           drop_st, mesh, {gl, gl}, {}, 10,
           [&](const std::vector<shape_t>& s) { return std::vector{random_bools(s[0], g), random_tensor(s[1], g)}; },
@@ -308,7 +314,7 @@ TEST_CASE("oracle: elementwise grads") {
         }
     }
   }
-  for (auto* st : {&relu_st, &silu_st, &add_st, &mul_st, &div_st, &where_st, &drop_st, &fda_st, &swy_st, &sw_st}) st->report();
+  for (auto* st : {&relu_st, &silu_st, &gelu_st, &pow_st, &add_st, &mul_st, &div_st, &where_st, &drop_st, &fda_st, &swy_st, &sw_st}) st->report();
 }
 
 TEST_CASE("oracle: rms_norm") {

@@ -84,6 +84,18 @@ inline tensor silu_grad(const tensor& x, const tensor& /*out*/, const tensor& g)
     return a[1] * s * (1 + a[0] * (1 - s));
   });
 }
+/// pow_grad(x, out_grad) of x ^ y.
+inline tensor pow_grad(const tensor& x, const tensor& g, double y) {
+  return ops::elementwise({x, g}, [=](const std::vector<double>& a) { return a[1] * y * std::pow(a[0], y - 1); });
+}
+/// gelu_grad(x, out_grad), exact gelu: x * Phi(x).
+inline tensor gelu_grad(const tensor& x, const tensor& g) {
+  return ops::elementwise({x, g}, [](const std::vector<double>& a) {
+    const double cdf = 0.5 * (1 + std::erf(a[0] / std::sqrt(2.0)));
+    const double pdf = std::exp(-0.5 * a[0] * a[0]) / std::sqrt(2 * 3.14159265358979323846);
+    return a[1] * (cdf + a[0] * pdf);
+  });
+}
 /// {x_grad, y_grad} of add (x + y).
 inline std::vector<tensor> add_grad(const tensor& x, const tensor& y, const tensor& g) {
   return {sum_to(g, x.shape), sum_to(g, y.shape)};
