@@ -35,6 +35,14 @@
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/transpose.hpp>
+#include <ctspmd/rules/add_n.hpp>
+#include <ctspmd/rules/dropout.hpp>
+#include <ctspmd/rules/elementwise_grad.hpp>
+#include <ctspmd/rules/layer_norm_grad.hpp>
+#include <ctspmd/rules/rms_norm.hpp>
+#include <ctspmd/rules/scale.hpp>
+#include <ctspmd/rules/swiglu.hpp>
+#include <ctspmd/rules/where.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/rule_base.hpp>

@@ -11,7 +11,7 @@ static_assert(rules::has_rule<"embedding"> && rules::has_rule<"lookup_table_v2">
 static_assert(!rules::has_rule<"embeding"> && !rules::has_rule<"">);
 static_assert(std::is_same_v<rules::rule_for<"matmul">, rules::matmul>);
 static_assert(std::is_same_v<rules::rule_for<"einsum">, rules::dynamic_einsum>);
-static_assert(rules::registry.size() == 126);
+static_assert(rules::registry.size() == 159);
 static_assert(rules::registry_find("matmul") < rules::registry.size() && rules::registry_find("matmull") == rules::registry.size());
 
 // Every Paddle name of the reference's rule list (and "einsum"), each to its rule.
@@ -90,7 +90,7 @@ static_assert(std::is_same_v<rules::rule_for<"minimum">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"mish">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"multiply">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"poisson">, rules::elementwise>);
-static_assert(std::is_same_v<rules::rule_for<"pow">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"pow">, rules::power>);
 static_assert(std::is_same_v<rules::rule_for<"prod">, rules::reduction_with<reduce_type::prod>>);
 static_assert(std::is_same_v<rules::rule_for<"reciprocal">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"relu">, rules::elementwise>);
@@ -100,7 +100,7 @@ static_assert(std::is_same_v<rules::rule_for<"replicated">, rules::replicated>);
 static_assert(std::is_same_v<rules::rule_for<"reshape">, rules::reshape>);
 static_assert(std::is_same_v<rules::rule_for<"round">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"rsqrt">, rules::elementwise>);
-static_assert(std::is_same_v<rules::rule_for<"scale">, rules::elementwise>);
+static_assert(std::is_same_v<rules::rule_for<"scale">, rules::scale>);
 static_assert(std::is_same_v<rules::rule_for<"selu">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"sigmoid">, rules::elementwise>);
 static_assert(std::is_same_v<rules::rule_for<"sign">, rules::elementwise>);

@@ -100,7 +100,8 @@ struct elementwise : rule_base<elementwise, elementwise_attributes> {
     return {};
   }
 
- private:
+  /// The labels of an elementwise call (public: the grad and `where` rules label their operands
+  /// the same way).
   struct notation {
     static_vector<axes_string, max_operands> inputs;  ///< one label string per input
     axes_string output;
@@ -113,7 +114,8 @@ struct elementwise : rule_base<elementwise, elementwise_attributes> {
     }
   };
 
-  /// The labels of the inputs and of the output, and the broadcast shape.
+  /// The labels of the inputs and of the output, and the broadcast shape (see the file comment);
+  /// an `invalid_argument` when the inputs' shapes do not broadcast.
   static constexpr result<notation> make_notation(spec_span in) {
     if (in.empty()) return make_error(error_kind::invalid_argument, "", "expects at least 1 input, got {}", in.size());
     std::int64_t max_ndim = 0;

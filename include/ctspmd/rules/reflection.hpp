@@ -36,5 +36,20 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flatten_attributes, start_axis, stop_axis
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::softmax_attributes, axis);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::split_attributes, num, sections, axis);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::transpose_attributes, perm);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::add_n_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::dropout_attributes, p, is_test, mode, seed, fix_seed);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::elementwise_unary_grad_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::gelu_grad_attributes, approximate);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::pow_grad_attributes, y);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::elementwise_binary_grad_attributes, axis);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::layer_norm_grad_attributes, epsilon, begin_norm_axis);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::rms_norm_attributes, epsilon);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::rms_norm_grad_attributes, epsilon);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::scale_attributes, scale, bias, bias_after_scale);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::pow_attributes, y);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::swiglu_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::swiglu_grad_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::where_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::where_grad_attributes);
 
 #endif

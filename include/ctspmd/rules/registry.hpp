@@ -21,21 +21,29 @@
 #include <utility>
 
 #include <ctspmd/core/fixed_string.hpp>
+#include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
+#include <ctspmd/rules/dropout.hpp>
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
+#include <ctspmd/rules/elementwise_grad.hpp>
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
+#include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/rules/matmul.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>
+#include <ctspmd/rules/rms_norm.hpp>
 #include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/scale.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
+#include <ctspmd/rules/swiglu.hpp>
 #include <ctspmd/rules/transpose.hpp>
+#include <ctspmd/rules/where.hpp>
 
 namespace ctspmd::rules {
 
@@ -51,7 +59,11 @@ using registered_rules =
               frobenius_norm, full_like, layer_norm, matmul, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
-              replicated, reshape, softmax, split, stack, transpose>;
+              replicated, reshape, softmax, split, stack, transpose,
+              // group A (elementwise family, norms)
+              add_n, dropout, dropout_grad, elementwise_binary_grad, elementwise_unary_grad, fused_dropout_add,
+              fused_dropout_add_grad, gelu_grad, layer_norm_grad, pow_grad, power, rms_norm, rms_norm_grad, scale,
+              swiglu, swiglu_grad, where, where_grad>;
 
 namespace detail {
 
@@ -110,6 +122,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("acos"),
     detail::entry<elementwise>("acosh"),
     detail::entry<elementwise>("add"),
+    detail::entry<elementwise_binary_grad>("add_grad"),
+    detail::entry<add_n>("add_n"),
     detail::entry<reduction_with<reduce_type::all>>("all"),
     detail::entry<reduction_with<reduce_type::max>>("amax"),
     detail::entry<reduction_with<reduce_type::min>>("amin"),
@@ -133,19 +147,25 @@ inline constexpr std::array registry = {
     detail::entry<concat>("concat"),
     detail::entry<elementwise>("conj"),
     detail::entry<elementwise>("cos"),
+    detail::entry<elementwise_unary_grad>("cos_grad"),
     detail::entry<elementwise>("cosh"),
     detail::entry<cross_entropy_with_softmax>("cross_entropy_with_softmax"),
     detail::entry<det>("det"),
     detail::entry<elementwise>("digamma"),
     detail::entry<elementwise>("divide"),
+    detail::entry<elementwise_binary_grad>("divide_grad"),
+    detail::entry<dropout>("dropout"),
+    detail::entry<dropout_grad>("dropout_grad"),
     detail::entry<dynamic_einsum>("einsum"),
     detail::entry<elementwise>("elementwise_pow"),
+    detail::entry<elementwise_binary_grad>("elementwise_pow_grad"),
     detail::entry<elementwise>("elu"),
     detail::entry<embedding>("embedding"),
     detail::entry<elementwise>("equal"),
     detail::entry<elementwise>("erf"),
     detail::entry<elementwise>("erfinv"),
     detail::entry<elementwise>("exp"),
+    detail::entry<elementwise_unary_grad>("exp_grad"),
     detail::entry<elementwise>("expm1"),
     detail::entry<elementwise>("exponential_"),
     detail::entry<elementwise>("fill"),
@@ -156,7 +176,11 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("fmin"),
     detail::entry<frobenius_norm>("frobenius_norm"),
     detail::entry<full_like>("full_like"),
+    detail::entry<fused_dropout_add>("fused_dropout_add"),
+    detail::entry<fused_dropout_add_grad>("fused_dropout_add_grad"),
+    detail::entry<rms_norm>("fused_rms_norm"),
     detail::entry<elementwise>("gelu"),
+    detail::entry<gelu_grad>("gelu_grad"),
     detail::entry<elementwise>("greater_equal"),
     detail::entry<elementwise>("greater_than"),
     detail::entry<elementwise>("hardshrink"),
@@ -166,6 +190,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("heaviside"),
     detail::entry<elementwise>("label_smooth"),
     detail::entry<layer_norm>("layer_norm"),
+    detail::entry<layer_norm_grad>("layer_norm_grad"),
     detail::entry<elementwise>("leaky_relu"),
     detail::entry<elementwise>("less_equal"),
     detail::entry<elementwise>("less_than"),
@@ -174,6 +199,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("log10"),
     detail::entry<elementwise>("log1p"),
     detail::entry<elementwise>("log2"),
+    detail::entry<elementwise_unary_grad>("log_grad"),
     detail::entry<softmax>("log_softmax"),
     detail::entry<elementwise>("logical_and"),
     detail::entry<elementwise>("logical_not"),
@@ -186,30 +212,41 @@ inline constexpr std::array registry = {
     detail::entry<matmul>("matmul_v2"),
     detail::entry<reduction_with<reduce_type::max>>("max"),
     detail::entry<elementwise>("maximum"),
+    detail::entry<elementwise_binary_grad>("maximum_grad"),
     detail::entry<reduction_with<reduce_type::avg>>("mean"),
     detail::entry<reduction_with<reduce_type::min>>("min"),
     detail::entry<elementwise>("minimum"),
+    detail::entry<elementwise_binary_grad>("minimum_grad"),
     detail::entry<elementwise>("mish"),
     detail::entry<elementwise>("multiply"),
+    detail::entry<elementwise_binary_grad>("multiply_grad"),
     detail::entry<elementwise>("not_equal"),
     detail::entry<elementwise>("poisson"),
-    detail::entry<elementwise>("pow"),
+    detail::entry<power>("pow"),
+    detail::entry<pow_grad>("pow_grad"),
     detail::entry<reduction_with<reduce_type::prod>>("prod"),
     detail::entry<elementwise>("reciprocal"),
     detail::entry<elementwise>("relu"),
     detail::entry<elementwise>("relu6"),
+    detail::entry<elementwise_unary_grad>("relu_grad"),
     detail::entry<elementwise>("remainder"),
     detail::entry<replicated>("replicated"),
     detail::entry<reshape>("reshape"),
     detail::entry<reshape>("reshape2"),
+    detail::entry<rms_norm>("rms_norm"),
+    detail::entry<rms_norm_grad>("rms_norm_grad"),
     detail::entry<elementwise>("round"),
     detail::entry<elementwise>("rsqrt"),
-    detail::entry<elementwise>("scale"),
+    detail::entry<elementwise_unary_grad>("rsqrt_grad"),
+    detail::entry<scale>("scale"),
     detail::entry<elementwise>("selu"),
     detail::entry<elementwise>("sigmoid"),
+    detail::entry<elementwise_unary_grad>("sigmoid_grad"),
     detail::entry<elementwise>("sign"),
     detail::entry<elementwise>("silu"),
+    detail::entry<elementwise_unary_grad>("silu_grad"),
     detail::entry<elementwise>("sin"),
+    detail::entry<elementwise_unary_grad>("sin_grad"),
     detail::entry<elementwise>("sinh"),
     detail::entry<softmax>("softmax"),
     detail::entry<cross_entropy_with_softmax>("softmax_with_cross_entropy"),
@@ -219,20 +256,28 @@ inline constexpr std::array registry = {
     detail::entry<split>("split"),
     detail::entry<split>("split_with_num"),
     detail::entry<elementwise>("sqrt"),
+    detail::entry<elementwise_unary_grad>("sqrt_grad"),
     detail::entry<elementwise>("square"),
+    detail::entry<elementwise_unary_grad>("square_grad"),
     detail::entry<reduction_with<reduce_type::sum>>("squared_l2_norm"),
     detail::entry<stack>("stack"),
     detail::entry<elementwise>("stanh"),
     detail::entry<elementwise>("subtract"),
+    detail::entry<elementwise_binary_grad>("subtract_grad"),
     detail::entry<reduction_with<reduce_type::sum>>("sum"),
+    detail::entry<swiglu>("swiglu"),
+    detail::entry<swiglu_grad>("swiglu_grad"),
     detail::entry<elementwise>("swish"),
     detail::entry<elementwise>("tan"),
     detail::entry<elementwise>("tanh"),
+    detail::entry<elementwise_unary_grad>("tanh_grad"),
     detail::entry<elementwise>("tanh_shrink"),
     detail::entry<elementwise>("thresholded_relu"),
     detail::entry<transpose>("transpose"),
     detail::entry<transpose>("transpose2"),
     detail::entry<elementwise>("trunc"),
+    detail::entry<where>("where"),
+    detail::entry<where_grad>("where_grad"),
 };
 // clang-format on
 
