@@ -27,15 +27,23 @@
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/expand_as.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/pad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>
+#include <ctspmd/rules/reshape_grad.hpp>
 #include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/slice.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
+#include <ctspmd/rules/squeeze.hpp>
+#include <ctspmd/rules/tile.hpp>
 #include <ctspmd/rules/transpose.hpp>
+#include <ctspmd/rules/triu.hpp>
+#include <ctspmd/rules/unbind.hpp>
 
 namespace ctspmd::rules {
 
@@ -48,10 +56,12 @@ struct rule_list {
 /// Every registered rule type, each once.
 using registered_rules =
     rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flatten,
-              frobenius_norm, full_like, layer_norm, matmul, reduction_with<reduce_type::all>,
+              expand_as,
+              frobenius_norm, full_like, layer_norm, matmul, pad, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
-              replicated, reshape, softmax, split, stack, transpose>;
+              replicated, reshape, reshape_grad, slice, softmax, split, squeeze, stack, strided_slice, tile, tile_grad,
+              transpose, triu, triu_grad, unbind, unsqueeze>;
 
 namespace detail {
 
@@ -146,10 +156,12 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("erf"),
     detail::entry<elementwise>("erfinv"),
     detail::entry<elementwise>("exp"),
+    detail::entry<expand_as>("expand_as"),
     detail::entry<elementwise>("expm1"),
     detail::entry<elementwise>("exponential_"),
     detail::entry<elementwise>("fill"),
     detail::entry<flatten>("flatten"),
+    detail::entry<reshape_grad>("flatten_grad"),
     detail::entry<elementwise>("floor"),
     detail::entry<elementwise>("floor_divide"),
     detail::entry<elementwise>("fmax"),
@@ -192,6 +204,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("mish"),
     detail::entry<elementwise>("multiply"),
     detail::entry<elementwise>("not_equal"),
+    detail::entry<pad>("pad"),
     detail::entry<elementwise>("poisson"),
     detail::entry<elementwise>("pow"),
     detail::entry<reduction_with<reduce_type::prod>>("prod"),
@@ -202,6 +215,7 @@ inline constexpr std::array registry = {
     detail::entry<replicated>("replicated"),
     detail::entry<reshape>("reshape"),
     detail::entry<reshape>("reshape2"),
+    detail::entry<reshape_grad>("reshape_grad"),
     detail::entry<elementwise>("round"),
     detail::entry<elementwise>("rsqrt"),
     detail::entry<elementwise>("scale"),
@@ -211,6 +225,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("silu"),
     detail::entry<elementwise>("sin"),
     detail::entry<elementwise>("sinh"),
+    detail::entry<slice>("slice"),
     detail::entry<softmax>("softmax"),
     detail::entry<cross_entropy_with_softmax>("softmax_with_cross_entropy"),
     detail::entry<elementwise>("softplus"),
@@ -221,8 +236,11 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("sqrt"),
     detail::entry<elementwise>("square"),
     detail::entry<reduction_with<reduce_type::sum>>("squared_l2_norm"),
+    detail::entry<squeeze>("squeeze"),
+    detail::entry<reshape_grad>("squeeze_grad"),
     detail::entry<stack>("stack"),
     detail::entry<elementwise>("stanh"),
+    detail::entry<strided_slice>("strided_slice"),
     detail::entry<elementwise>("subtract"),
     detail::entry<reduction_with<reduce_type::sum>>("sum"),
     detail::entry<elementwise>("swish"),
@@ -230,9 +248,18 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("tanh"),
     detail::entry<elementwise>("tanh_shrink"),
     detail::entry<elementwise>("thresholded_relu"),
+    detail::entry<tile>("tile"),
+    detail::entry<tile_grad>("tile_grad"),
     detail::entry<transpose>("transpose"),
     detail::entry<transpose>("transpose2"),
+    detail::entry<triu>("tril_triu"),
+    detail::entry<triu>("triu"),
+    detail::entry<triu_grad>("triu_grad"),
     detail::entry<elementwise>("trunc"),
+    detail::entry<unbind>("unbind"),
+    detail::entry<unsqueeze>("unsqueeze"),
+    detail::entry<unsqueeze>("unsqueeze2"),
+    detail::entry<reshape_grad>("unsqueeze_grad"),
 };
 // clang-format on
 
