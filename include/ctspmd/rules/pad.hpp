@@ -4,7 +4,8 @@
 /// before and `paddings[2d + 1]` after each dim d.
 ///
 /// Attributes: `paddings` holds two entries per dim of x, each >= 0 (an `invalid_argument`
-/// naming the count or the entry otherwise); `pad_value` is the value written.
+/// naming the count or the entry otherwise; it holds at most `max_paddings` = 16 entries, so x
+/// has rank <= 8); `pad_value` is the value written.
 ///
 /// Notation: x and the output get the first rank(x) letters of `abcdefghijklmnopqrstuvwxyz`,
 /// `'1'` at every dim with a non-zero padding.
@@ -38,9 +39,13 @@
 
 namespace ctspmd::rules {
 
+/// How many paddings `pad_attributes` holds: two per dim up to max_rank, at most 16 (so that the
+/// attributes stay trivially copyable, as plans need: pad is then limited to rank 8).
+inline constexpr std::size_t max_paddings = 2 * max_rank < 16 ? 2 * max_rank : 16;
+
 /// Attributes of `pad` (Paddle's defaults).
 struct pad_attributes {
-  static_vector<std::int64_t, 2 * max_rank> paddings{};  ///< before and after, per dim
+  static_vector<std::int64_t, max_paddings> paddings{};  ///< before and after, per dim
   double pad_value = 0.0;                                ///< the value written
 };
 
