@@ -19,6 +19,7 @@
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using ints = std::vector<std::int64_t>;
+using V = std::vector<dist_tensor_spec>;
 
 namespace {
 const process_mesh mesh({2, 4});
@@ -65,13 +66,13 @@ TEST_CASE("squeeze and unsqueeze") {
   const auto x = spec({1, 8, 1, 16}, {-1, 0, -1, 1});
   const auto f = rules::squeeze::infer_forward({x}, {.axis = {0, 2}});
   CHECK(f.outputs[0].dims_mapping() == dims_mapping{0, 1});
-  CHECK(runtime::infer_forward("squeeze", {x}, {{"axis", ints{0, 2}}}) == f);
-  CHECK(runtime::infer_forward("squeeze", {x}, {{"axis", ints{-4}}}, semantics::phi).outputs[0].dims_mapping() ==
+  CHECK(runtime::infer_forward("squeeze", V{x}, {{"axis", ints{0, 2}}}) == f);
+  CHECK(runtime::infer_forward("squeeze", V{x}, {{"axis", ints{-4}}}, semantics::phi).outputs[0].dims_mapping() ==
         dims_mapping{0, -1, 1});
-  const auto u = runtime::infer_forward("unsqueeze2", {spec({8, 16}, {0, 1})}, {{"axis", ints{1, 2}}});
+  const auto u = runtime::infer_forward("unsqueeze2", V{spec({8, 16}, {0, 1})}, {{"axis", ints{1, 2}}});
   CHECK(u.outputs[0].dims_mapping() == dims_mapping{0, -1, -1, 1});
   CHECK(u == rules::unsqueeze::infer_forward({spec({8, 16}, {0, 1})}, {.axis = {1, 2}}));
-  CHECK(runtime::infer_backward("unsqueeze", {spec({8, 16}, {-1, -1})}, {spec({8, 16, 1}, {1, 0, -1})},
+  CHECK(runtime::infer_backward("unsqueeze", V{spec({8, 16}, {-1, -1})}, V{spec({8, 16, 1}, {1, 0, -1})},
                                 {{"axis", ints{-1}}})
             .inputs[0]
             .dims_mapping() == dims_mapping{1, 0});
@@ -133,7 +134,7 @@ TEST_CASE("reshape_grad (flatten_grad, reshape_grad, squeeze_grad, unsqueeze_gra
     CHECK_MESSAGE(runtime::infer_forward(name, in) == g, name);
   check_error([&] { (void)rules::reshape_grad::infer_forward({in[0], spec({8, 16}, {-1, -1})}); }, inv,
               "reshape_grad: out_grad has 128 elements (rank 2), but x has 24576 (rank 4)");
-  check_error([&] { (void)runtime::infer_backward("squeeze_grad", in, {in[0]}); }, error_kind::unimplemented,
+  check_error([&] { (void)runtime::infer_backward("squeeze_grad", in, V{in[0]}); }, error_kind::unimplemented,
               "a grad rule has no reverse inference");
 }
 
@@ -142,10 +143,10 @@ TEST_CASE("reshape_grad (flatten_grad, reshape_grad, squeeze_grad, unsqueeze_gra
 TEST_CASE("tile and tile_grad") {
   // Paddle's test_tile_rule.py
   const auto x = spec({16, 16, 16}, {0, -1, 1});
-  const auto f = runtime::infer_forward("tile", {x}, {{"repeat_times", ints{2, 2, 1, 1}}});
+  const auto f = runtime::infer_forward("tile", V{x}, {{"repeat_times", ints{2, 2, 1, 1}}});
   CHECK(f.inputs[0].dims_mapping() == dims_mapping{-1, -1, 1});
   CHECK(f.outputs[0].dims_mapping() == dims_mapping{-1, -1, -1, 1});
-  const auto g = runtime::infer_forward("tile_grad", {spec({16, 16, 16}, {-1, -1, -1}), spec({2, 32, 16, 16}, {0, -1, -1, 1})},
+  const auto g = runtime::infer_forward("tile_grad", V{spec({16, 16, 16}, {-1, -1, -1}), spec({2, 32, 16, 16}, {0, -1, -1, 1})},
                                         {{"repeat_times", ints{2, 2, 1, 1}}}, semantics::phi);
   CHECK(g.outputs[0].dims_mapping() == dims_mapping{-1, -1, 1});
   CHECK(g.outputs[0].partial_dims() == mesh_dims{0});
@@ -188,9 +189,9 @@ TEST_CASE("triu, tril_triu and triu_grad") {
   const auto x = spec({8, 16, 16}, {0, 1, -1});
   const auto f = rules::triu::infer_forward({x}, {.diagonal = 1});
   CHECK(f.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});
-  CHECK(runtime::infer_forward("triu", {x}, {{"diagonal", std::int64_t{1}}}) == f);
-  CHECK(runtime::infer_forward("tril_triu", {x}, {{"diagonal", std::int64_t{0}}, {"lower", true}}) == f);
-  CHECK(runtime::infer_forward("triu_grad", {x}, {{"diagonal", std::int64_t{1}}}) == f);
+  CHECK(runtime::infer_forward("triu", V{x}, {{"diagonal", std::int64_t{1}}}) == f);
+  CHECK(runtime::infer_forward("tril_triu", V{x}, {{"diagonal", std::int64_t{0}}, {"lower", true}}) == f);
+  CHECK(runtime::infer_forward("triu_grad", V{x}, {{"diagonal", std::int64_t{1}}}) == f);
   check_error([&] { (void)rules::triu::infer_forward({spec({8}, {0})}); }, inv,
               "triu: x has rank 1, but the mask needs rank >= 2");
   check_error([&] { (void)rules::triu_grad::infer_forward({spec({8}, {0})}); }, inv,
@@ -217,7 +218,7 @@ TEST_CASE("expand_as") {
   CHECK(f.inputs[0].dims_mapping() == dims_mapping{-1, -1});
   CHECK(f.outputs[0].dims_mapping() == dims_mapping{1, 0, -1});
   const dist_tensor_spec absent{{}, {mesh, dims_mapping{}}};
-  CHECK(runtime::infer_forward("expand_as", {spec({8, 1}, {0, -1}), absent}, {{"target_shape", ints{3, 8, 5}}})
+  CHECK(runtime::infer_forward("expand_as", V{spec({8, 1}, {0, -1}), absent}, {{"target_shape", ints{3, 8, 5}}})
             .outputs[0]
             .dims_mapping() == dims_mapping{-1, 0, -1});
   check_error([&] { (void)rules::expand_as::infer_forward({spec({3, 16}, {-1, -1}), in[1]}); }, inv,
@@ -247,7 +248,7 @@ TEST_CASE("unbind") {
   // Paddle's test_unbind_rule.py
   const process_mesh m23({2, 3});
   const dist_tensor_spec x({64, 2, 48}, {m23, {0, -1, 1}});
-  const auto f = runtime::infer_forward("unbind", {x}, {{"axis", std::int64_t{1}}});
+  const auto f = runtime::infer_forward("unbind", V{x}, {{"axis", std::int64_t{1}}});
   REQUIRE(f.outputs.size() == 2);
   CHECK(f.outputs[1].dims_mapping() == dims_mapping{0, 1});
   check_error([&] { (void)rules::unbind::infer_forward({x}, {.axis = 3}); }, inv,
@@ -284,11 +285,11 @@ TEST_CASE("unbind forward -> backward round trip") {
 
 TEST_CASE("slice and strided_slice") {
   const auto x = spec({16, 32, 48}, {0, 1, -1});
-  const auto f = runtime::infer_forward("slice", {x},
+  const auto f = runtime::infer_forward("slice", V{x},
                                         {{"axes", ints{1}}, {"starts", ints{4}}, {"ends", ints{12}}, {"infer_flags", ints{1}},
                                          {"decrease_axis", ints{}}});
   CHECK(f.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});
-  const auto s = runtime::infer_forward("strided_slice", {x},
+  const auto s = runtime::infer_forward("strided_slice", V{x},
                                         {{"axes", ints{0}}, {"starts", ints{0}}, {"ends", ints{16}}, {"strides", ints{2}}});
   CHECK(s.outputs[0].dims_mapping() == dims_mapping{-1, 1, -1});
   check_error([&] { (void)rules::slice::infer_forward({x}, {.axes = {0, 1}, .starts = {0}, .ends = {1, 1}}); }, inv,
@@ -338,7 +339,7 @@ TEST_CASE("slice forward -> backward round trip") {
 
 TEST_CASE("pad") {
   const auto x = spec({8, 16, 4}, {0, 1, -1});
-  const auto f = runtime::infer_forward("pad", {x}, {{"paddings", ints{0, 0, 1, 2, 0, 0}}, {"pad_value", 0.5}});
+  const auto f = runtime::infer_forward("pad", V{x}, {{"paddings", ints{0, 0, 1, 2, 0, 0}}, {"pad_value", 0.5}});
   CHECK(f.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});
   check_error([&] { (void)rules::pad::infer_forward({x}, {.paddings = {0, 0}}); }, inv,
               "pad: paddings has 2 entries, but x of rank 3 needs 6");
