@@ -420,12 +420,12 @@ slice_choice choose_slice(const shape_t& xs, bool strided, rng& g) {
     const std::int64_t step = strided ? (g.one_in(3) ? -g.uniform(1, 2) : g.uniform(1, 3)) : 1;
     std::int64_t b = g.uniform(-n - 1, n + 1);
     std::int64_t e = g.uniform(-n - 1, n + 1);
+    if (g.one_in(6)) e = step > 0 ? 1000000 : -1000000;  // clamped
     if (!strided && g.one_in(3)) {  // one element, dropped now and then
       b = g.uniform(0, n - 1);
       e = b + 1;
       if (g.coin()) s.decrease.push_back(to_int(d));
     }
-    if (g.one_in(6)) e = step > 0 ? 1000000 : -1000000;  // clamped
     s.starts.push_back(b);
     s.ends.push_back(e);
     s.strides.push_back(step);

@@ -50,6 +50,14 @@ constexpr auto partial_x = [] {
 constexpr auto p = expand_as::infer_forward({partial_x, spec({8, 16}, {0, -1})}, {});
 static_assert(p.inputs[0].dims_mapping() == dims_mapping{0, -1} && p.inputs[0].partial_dims() == mesh_dims{1});
 static_assert(p.outputs[0].partial_dims() == mesh_dims{1});
+// found by the oracle: a 0-D partial x expanded along a dim y shards must be reduced there
+constexpr auto scalar_partial = [] {
+  tensor_dist_attr a(mesh, dims_mapping{});
+  a.set_partial_status({0}, reduce_type::sum);
+  return dist_tensor_spec({}, a);
+}();
+constexpr auto sp = expand_as::infer_forward({scalar_partial, spec({4}, {0})}, {});
+static_assert(!sp.inputs[0].is_partial() && sp.outputs[0].dims_mapping() == dims_mapping{0} && !sp.outputs[0].is_partial());
 // errors
 constexpr auto size = expand_as::try_infer_forward({spec({3, 16}, {-1, -1}), spec({4, 8, 16}, {-1, -1, -1})}, {});
 static_assert(size.kind() == error_kind::invalid_argument && size.error().op == "expand_as" &&

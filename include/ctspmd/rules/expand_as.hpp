@@ -20,7 +20,9 @@
 /// whole). y comes back as given. Without y, x's own mapping is merged and the output takes
 /// it, new leading dims replicated. Expanding copies elements without combining them, so a
 /// partial x stays partial and the output takes its partial status (Paddle clears it), except
-/// on a mesh dim that y makes x shard (the reshard reduces it there).
+/// on a mesh dim that y makes the output shard: there x is required reduced (a device holding
+/// a block of the output must hold its values, not parts of them; found by the oracle with a
+/// 0-D x expanded to y's sharded dim).
 /// Backward: the output's rank and known sizes must be T's; its mapping is merged alone; x
 /// takes it at its non-broadcast dims, y (when present) and the output take it, not partial.
 ///
@@ -61,9 +63,14 @@ struct expand_as : rule_base<expand_as, expand_as_attributes> {
     } else {
       CTSPMD_TRY(merge_operand(map, n->out, y, s));
     }
-    keep_partial(push(info.inputs, x.dist_attr(), n->x, map), x.dist_attr());
+    auto& xi = push(info.inputs, x.dist_attr(), n->x, map);
     info.inputs.push_back(y.dist_attr());
-    keep_partial(push(info.outputs, x.dist_attr(), n->out, map), x.dist_attr());
+    auto& o = push(info.outputs, x.dist_attr(), n->out, map);
+    for (const auto m : x.dist_attr().partial_dims())
+      if (!o.shards(m)) {  // (x's mapping is part of the output's)
+        xi.set_partial_status({m}, x.dist_attr().partial_reduce_type(m));
+        o.set_partial_status({m}, x.dist_attr().partial_reduce_type(m));
+      }
     return {};
   }
 
@@ -89,13 +96,6 @@ struct expand_as : rule_base<expand_as, expand_as_attributes> {
   }
 
  private:
-  /// `a` partial as `x` is, on the mesh dims `a` does not shard (a mesh dim y makes x shard
-  /// is reduced by the reshard).
-  static constexpr void keep_partial(tensor_dist_attr& a, const tensor_dist_attr& x) {
-    for (const auto m : x.partial_dims())
-      if (!a.shards(m)) a.set_partial_status({m}, x.partial_reduce_type(m));
-  }
-
   struct notation {
     tensor_shape target{};
     axes_string x;
