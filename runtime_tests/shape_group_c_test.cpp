@@ -365,3 +365,28 @@ TEST_CASE("pad forward -> backward round trip") {
   });
   CHECK(n == 300);
 }
+
+TEST_CASE("strided_slice forward -> backward round trip") {
+  const int n = roundtrips<rules::strided_slice>(29, 300, [](ctspmd_test::rng& r, const process_mesh& m) {
+    rt_case<rules::strided_slice> c;
+    const auto rank = r.uniform(1, 4);
+    const auto s = random_shape(r, rank);
+    c.in.push_back(random_spec(r, m, s));
+    tensor_shape o = s;
+    for (std::int64_t d = 0; d < rank; ++d) {
+      if (r.coin()) continue;
+      const auto size = s[static_cast<std::size_t>(d)];
+      const auto step = r.coin() ? r.uniform(1, 3) : -r.uniform(1, 3);
+      const auto b = r.uniform(-size, size - 1);
+      const auto e = r.uniform(-size - 1, size);
+      c.attrs.axes.push_back(d);
+      c.attrs.starts.push_back(b);
+      c.attrs.ends.push_back(e);
+      c.attrs.strides.push_back(step);
+      o[static_cast<std::size_t>(d)] = rules::detail::slice_length(size, b, e, step);
+    }
+    c.out.push_back(o);
+    return std::optional(c);
+  });
+  CHECK(n == 300);
+}

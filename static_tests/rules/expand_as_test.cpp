@@ -24,9 +24,9 @@ static_assert(expand_as::infer_forward({spec({8, 16}, {-1, -1}), spec({4, 8, 16}
                   .inputs[0]
                   .dims_mapping() == dims_mapping{0, 1});
 // y absent: target_shape, x's own mapping, new leading dims replicated
-constexpr auto t = expand_as::infer_forward({spec({8, 1}, {0, -1}), absent}, {.target_shape = {3, 8, 5}});
-static_assert(t.inputs[0].dims_mapping() == dims_mapping{0, -1} && t.inputs[1].dims_mapping() == dims_mapping{});
-static_assert(t.outputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+constexpr auto tgt = expand_as::infer_forward({spec({8, 1}, {0, -1}), absent}, {.target_shape = {3, 8, 5}});
+static_assert(tgt.inputs[0].dims_mapping() == dims_mapping{0, -1} && tgt.inputs[1].dims_mapping() == dims_mapping{});
+static_assert(tgt.outputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
 // backward: the output's mapping to x (not at broadcast dims) and y
 constexpr auto b = expand_as::infer_backward({spec({1, 16}, {-1, -1}), spec({4, 8, 16}, {-1, -1, -1})},
                                              {spec({4, 8, 16}, {-1, 0, 1})}, {});
