@@ -20,6 +20,8 @@
 /// one element.
 ///
 /// No reverse inference (a grad rule, `no_reverse_inference`).
+/// A phi rule: under `fluid` the dim transformation keeps only the first dim's mesh dims of a
+/// merged group (reshape.hpp), otherwise the same.
 
 #include <cstddef>
 #include <cstdint>

@@ -26,6 +26,8 @@
 /// the output's mapping at the kept dims, without partial status.
 ///
 /// The round trip (forward, then backward from forward's outputs) gives back forward's x.
+/// Under `phi` reshape's co-shard algorithm runs, but with only kept and size-1 dims a co-shard
+/// list passes whole, so both semantics give the same answers (phi-only operators in Paddle).
 
 #include <cstddef>
 #include <cstdint>

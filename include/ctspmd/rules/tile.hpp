@@ -32,6 +32,8 @@
 /// The round trip of tile (forward, then backward from forward's outputs) gives back forward's
 /// x. Under `phi`, a leading mesh dim of out_grad that the merge gives to a larger dim is not
 /// partial on x_grad (it shards x_grad's dim instead).
+/// Both rules exist only in phi; they behave the same under both semantics except for the
+/// merge policy (first-wins under `fluid`, the co-shard union under `phi`).
 
 #include <cstddef>
 #include <cstdint>

@@ -21,6 +21,8 @@
 /// No reverse inference.
 ///
 /// The round trip (forward, then backward from forward's outputs) gives back forward's x.
+/// Both rules exist only in phi and behave the same under both semantics except for the merge
+/// policy.
 
 #include <cstddef>
 #include <cstdint>
