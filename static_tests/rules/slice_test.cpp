@@ -62,6 +62,28 @@ static_assert(slice::try_infer_backward({x}, {spec({16, 9, 48}, {-1, -1, -1})}, 
                   .values == error_values{1, 9, 8, 0});
 static_assert(!constant_evaluates<[] { return slice::infer_forward({x}, {.axes = {5}, .starts = {0}, .ends = {1}}); }>);
 
+// ---- Paddle's test_slice_rule.py (mesh [2, 4], x [8, 8, 16, 16]). Its decrease_axis [0] is not
+// applied by Paddle's static rule (and dim 0 is not sliced, which we refuse), so none is passed;
+// its backward cases give output shapes that do not match the slice, corrected here.
+constexpr bool paddle_fwd(dims_mapping dm, slice::attributes a, dims_mapping want) {
+  const auto r = slice::infer_forward({spec({8, 8, 16, 16}, dm)}, a);
+  return r.inputs[0].dims_mapping() == want && r.outputs[0].dims_mapping() == want;
+}
+static_assert(paddle_fwd({-1, 0, 1, -1}, {.axes = {-1}, .starts = {4}, .ends = {8}}, {-1, 0, 1, -1}));
+static_assert(paddle_fwd({-1, -1, 1, 0}, {.axes = {-1}, .starts = {4}, .ends = {-1}}, {-1, -1, 1, -1}));
+static_assert(paddle_fwd({0, -1, -1, 1}, {.axes = {1, 2}, .starts = {4, 4}, .ends = {-1, 32}}, {0, -1, -1, 1}));
+static_assert(paddle_fwd({-1, 1, 0, -1}, {.axes = {1, 2}, .starts = {4, 4}, .ends = {-1, 32}}, {-1, -1, -1, -1}));
+static_assert(paddle_fwd({0, 1, -1, -1}, {.axes = {0, 1, 2, 3}, .starts = {0, 0, 4, 4}, .ends = {4, 4, -1, 32}},
+                         {-1, -1, -1, -1}));
+constexpr auto pb1 = slice::infer_backward({spec({8, 8, 16, 16}, {-1, -1, -1, -1})}, {spec({8, 8, 16, 4}, {-1, -1, 0, 1})},
+                                           {.axes = {-1}, .starts = {4}, .ends = {8}});
+static_assert(pb1.inputs[0].dims_mapping() == dims_mapping{-1, -1, 0, -1} &&
+              pb1.outputs[0].dims_mapping() == dims_mapping{-1, -1, 0, -1});
+constexpr auto pb3 = slice::infer_backward({spec({8, 8, 16, 16}, {-1, -1, -1, -1})}, {spec({8, 3, 12, 16}, {-1, 1, 0, -1})},
+                                           {.axes = {1, 2}, .starts = {4, 4}, .ends = {-1, 32}}, phi);
+static_assert(pb3.inputs[0].dims_mapping() == dims_mapping{-1, -1, -1, -1} &&
+              pb3.outputs[0].dims_mapping() == dims_mapping{-1, -1, -1, -1});
+
 // ==== strided_slice ==================================================================================
 constexpr auto s = strided_slice::infer_forward({x}, {.axes = {2}, .starts = {0}, .ends = {48}, .strides = {2}});
 static_assert(s.outputs[0].dims_mapping() == dims_mapping{0, 1, -1});
