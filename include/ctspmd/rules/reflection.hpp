@@ -51,5 +51,15 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::swiglu_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::swiglu_grad_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::where_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::where_grad_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::expand_as_attributes, target_shape);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::pad_attributes, paddings, pad_value);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::reshape_grad_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::slice_attributes, axes, starts, ends, infer_flags, decrease_axis);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::strided_slice_attributes, axes, starts, ends, strides);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::squeeze_attributes, axis);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::unsqueeze_attributes, axis);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::tile_attributes, repeat_times);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::triu_attributes, diagonal, lower);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::unbind_attributes, axis);
 
 #endif

@@ -30,19 +30,27 @@
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/elementwise_grad.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/expand_as.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/pad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>
+#include <ctspmd/rules/reshape_grad.hpp>
 #include <ctspmd/rules/rms_norm.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 #include <ctspmd/rules/scale.hpp>
+#include <ctspmd/rules/slice.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
+#include <ctspmd/rules/squeeze.hpp>
 #include <ctspmd/rules/swiglu.hpp>
+#include <ctspmd/rules/tile.hpp>
 #include <ctspmd/rules/transpose.hpp>
+#include <ctspmd/rules/triu.hpp>
+#include <ctspmd/rules/unbind.hpp>
 #include <ctspmd/rules/where.hpp>
 
 namespace ctspmd::rules {
@@ -55,15 +63,15 @@ struct rule_list {
 
 /// Every registered rule type, each once.
 using registered_rules =
-    rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flatten,
-              frobenius_norm, full_like, layer_norm, matmul, reduction_with<reduce_type::all>,
+    rule_list<add_n, bmm, cast, concat, cross_entropy_with_softmax, det, dropout, dropout_grad, dynamic_einsum,
+              elementwise, elementwise_binary_grad, elementwise_unary_grad, embedding, expand_as, flatten,
+              frobenius_norm, full_like, fused_dropout_add, fused_dropout_add_grad, gelu_grad, layer_norm,
+              layer_norm_grad, matmul, pad, pow_grad, power, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
-              replicated, reshape, softmax, split, stack, transpose,
-              // group A (elementwise family, norms)
-              add_n, dropout, dropout_grad, elementwise_binary_grad, elementwise_unary_grad, fused_dropout_add,
-              fused_dropout_add_grad, gelu_grad, layer_norm_grad, pow_grad, power, rms_norm, rms_norm_grad, scale,
-              swiglu, swiglu_grad, where, where_grad>;
+              replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, slice, softmax, split, squeeze,
+              stack, strided_slice, swiglu, swiglu_grad, tile, tile_grad, transpose, triu, triu_grad, unbind,
+              unsqueeze, where, where_grad>;
 
 namespace detail {
 
@@ -166,10 +174,12 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("erfinv"),
     detail::entry<elementwise>("exp"),
     detail::entry<elementwise_unary_grad>("exp_grad"),
+    detail::entry<expand_as>("expand_as"),
     detail::entry<elementwise>("expm1"),
     detail::entry<elementwise>("exponential_"),
     detail::entry<elementwise>("fill"),
     detail::entry<flatten>("flatten"),
+    detail::entry<reshape_grad>("flatten_grad"),
     detail::entry<elementwise>("floor"),
     detail::entry<elementwise>("floor_divide"),
     detail::entry<elementwise>("fmax"),
@@ -221,6 +231,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("multiply"),
     detail::entry<elementwise_binary_grad>("multiply_grad"),
     detail::entry<elementwise>("not_equal"),
+    detail::entry<pad>("pad"),
     detail::entry<elementwise>("poisson"),
     detail::entry<power>("pow"),
     detail::entry<pow_grad>("pow_grad"),
@@ -233,6 +244,7 @@ inline constexpr std::array registry = {
     detail::entry<replicated>("replicated"),
     detail::entry<reshape>("reshape"),
     detail::entry<reshape>("reshape2"),
+    detail::entry<reshape_grad>("reshape_grad"),
     detail::entry<rms_norm>("rms_norm"),
     detail::entry<rms_norm_grad>("rms_norm_grad"),
     detail::entry<elementwise>("round"),
@@ -248,6 +260,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("sin"),
     detail::entry<elementwise_unary_grad>("sin_grad"),
     detail::entry<elementwise>("sinh"),
+    detail::entry<slice>("slice"),
     detail::entry<softmax>("softmax"),
     detail::entry<cross_entropy_with_softmax>("softmax_with_cross_entropy"),
     detail::entry<elementwise>("softplus"),
@@ -260,8 +273,11 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("square"),
     detail::entry<elementwise_unary_grad>("square_grad"),
     detail::entry<reduction_with<reduce_type::sum>>("squared_l2_norm"),
+    detail::entry<squeeze>("squeeze"),
+    detail::entry<reshape_grad>("squeeze_grad"),
     detail::entry<stack>("stack"),
     detail::entry<elementwise>("stanh"),
+    detail::entry<strided_slice>("strided_slice"),
     detail::entry<elementwise>("subtract"),
     detail::entry<elementwise_binary_grad>("subtract_grad"),
     detail::entry<reduction_with<reduce_type::sum>>("sum"),
@@ -273,9 +289,18 @@ inline constexpr std::array registry = {
     detail::entry<elementwise_unary_grad>("tanh_grad"),
     detail::entry<elementwise>("tanh_shrink"),
     detail::entry<elementwise>("thresholded_relu"),
+    detail::entry<tile>("tile"),
+    detail::entry<tile_grad>("tile_grad"),
     detail::entry<transpose>("transpose"),
     detail::entry<transpose>("transpose2"),
+    detail::entry<triu>("tril_triu"),
+    detail::entry<triu>("triu"),
+    detail::entry<triu_grad>("triu_grad"),
     detail::entry<elementwise>("trunc"),
+    detail::entry<unbind>("unbind"),
+    detail::entry<unsqueeze>("unsqueeze"),
+    detail::entry<unsqueeze>("unsqueeze2"),
+    detail::entry<reshape_grad>("unsqueeze_grad"),
     detail::entry<where>("where"),
     detail::entry<where_grad>("where_grad"),
 };
