@@ -35,6 +35,8 @@
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/transpose.hpp>
+#include <ctspmd/rules/optimizer.hpp>
+#include <ctspmd/rules/default_data_parallel.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/rule_base.hpp>

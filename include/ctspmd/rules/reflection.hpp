@@ -36,5 +36,9 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flatten_attributes, start_axis, stop_axis
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::softmax_attributes, axis);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::split_attributes, num, sections, axis);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::transpose_attributes, perm);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::adam_attributes, beta1, beta2, epsilon, lazy_mode, min_row_size_to_use_multithread, multi_precision, use_global_beta_pow, amsgrad);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::adamw_attributes, beta1, beta2, epsilon, lr_ratio, coeff, with_decay, lazy_mode, min_row_size_to_use_multithread, multi_precision, use_global_beta_pow, amsgrad);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::sgd_attributes, multi_precision);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::default_data_parallel_attributes);
 
 #endif

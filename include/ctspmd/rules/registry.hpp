@@ -24,11 +24,13 @@
 #include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
+#include <ctspmd/rules/default_data_parallel.hpp>
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>
@@ -48,6 +50,7 @@ struct rule_list {
 /// Every registered rule type, each once.
 using registered_rules =
     rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flatten,
+              adam, adamw, default_data_parallel, sgd,  // group D (the lead sorts)
               frobenius_norm, full_like, layer_norm, matmul, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
@@ -109,6 +112,8 @@ constexpr registry_entry entry(std::string_view name) noexcept {
 inline constexpr std::array registry = {
     detail::entry<elementwise>("acos"),
     detail::entry<elementwise>("acosh"),
+    detail::entry<adam>("adam"),
+    detail::entry<adamw>("adamw"),
     detail::entry<elementwise>("add"),
     detail::entry<reduction_with<reduce_type::all>>("all"),
     detail::entry<reduction_with<reduce_type::max>>("amax"),
@@ -135,6 +140,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("cos"),
     detail::entry<elementwise>("cosh"),
     detail::entry<cross_entropy_with_softmax>("cross_entropy_with_softmax"),
+    detail::entry<default_data_parallel>("default_data_parallel"),
     detail::entry<det>("det"),
     detail::entry<elementwise>("digamma"),
     detail::entry<elementwise>("divide"),
@@ -206,6 +212,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("rsqrt"),
     detail::entry<elementwise>("scale"),
     detail::entry<elementwise>("selu"),
+    detail::entry<sgd>("sgd"),
     detail::entry<elementwise>("sigmoid"),
     detail::entry<elementwise>("sign"),
     detail::entry<elementwise>("silu"),
