@@ -37,6 +37,7 @@
 #include <ctspmd/rules/transpose.hpp>
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>
+#include <ctspmd/rules/moe.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/rule_base.hpp>

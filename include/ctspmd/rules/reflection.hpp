@@ -40,5 +40,7 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::adam_attributes, beta1, beta2, epsilon, l
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::adamw_attributes, beta1, beta2, epsilon, lr_ratio, coeff, with_decay, lazy_mode, min_row_size_to_use_multithread, multi_precision, use_global_beta_pow, amsgrad);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::sgd_attributes, multi_precision);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::default_data_parallel_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::moe_combine_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::moe_gate_dispatch_attributes, k, capacity, use_pad);
 
 #endif

@@ -30,6 +30,7 @@
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/moe.hpp>
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
@@ -50,7 +51,7 @@ struct rule_list {
 /// Every registered rule type, each once.
 using registered_rules =
     rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flatten,
-              adam, adamw, default_data_parallel, sgd,  // group D (the lead sorts)
+              adam, adamw, default_data_parallel, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, sgd,  // group D (the lead sorts)
               frobenius_norm, full_like, layer_norm, matmul, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
@@ -196,6 +197,10 @@ inline constexpr std::array registry = {
     detail::entry<reduction_with<reduce_type::min>>("min"),
     detail::entry<elementwise>("minimum"),
     detail::entry<elementwise>("mish"),
+    detail::entry<moe_combine>("moe_combine"),
+    detail::entry<moe_combine_grad>("moe_combine_grad"),
+    detail::entry<moe_gate_dispatch>("moe_gate_dispatch"),
+    detail::entry<moe_gate_dispatch_grad>("moe_gate_dispatch_grad"),
     detail::entry<elementwise>("multiply"),
     detail::entry<elementwise>("not_equal"),
     detail::entry<elementwise>("poisson"),
