@@ -114,7 +114,7 @@ struct moe_gate_dispatch : rule_base<moe_gate_dispatch, moe_gate_dispatch_attrib
   }
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     CTSPMD_TRY(check(in, attrs));
-    static constexpr std::array<std::int64_t, 5> ranks{3, 2, 2, 1, 2};
+    constexpr std::array<std::int64_t, 5> ranks{3, 2, 2, 1, 2};
     for (std::size_t i = 0; i < 5; ++i)
       if (out[i].ndim() != ranks[i])
         return make_error(error_kind::invalid_argument, "", "output {} has rank {}, but must have rank {}", i,
@@ -137,13 +137,13 @@ struct moe_gate_dispatch : rule_base<moe_gate_dispatch, moe_gate_dispatch_attrib
   }
   static constexpr status write(spmd_info& info, spec_span in, const axis_to_dim_map& map) {
     const auto& x = in[0].dist_attr();
-    push(info.inputs, x, "1h", map);
-    push(info.inputs, in[1].dist_attr(), "11", map);
-    push(info.outputs, x, "11h", map);  // y
-    push(info.outputs, x, "11", map);   // combine_weights
-    push(info.outputs, x, "11", map);   // scatter_index
-    push(info.outputs, x, "1", map);    // expert_offset
-    push(info.outputs, x, "11", map);   // expert_id
+    push(info.inputs, x, std::string_view("1h"), map);
+    push(info.inputs, in[1].dist_attr(), std::string_view("11"), map);
+    push(info.outputs, x, std::string_view("11h"), map);  // y
+    push(info.outputs, x, std::string_view("11"), map);   // combine_weights
+    push(info.outputs, x, std::string_view("11"), map);   // scatter_index
+    push(info.outputs, x, std::string_view("1"), map);    // expert_offset
+    push(info.outputs, x, std::string_view("11"), map);   // expert_id
     return {};
   }
 };
@@ -155,7 +155,7 @@ struct moe_gate_dispatch_grad : rule_base<moe_gate_dispatch_grad, moe_gate_dispa
   static constexpr operand_count output_count{2};
 
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
-    static constexpr std::array<std::int64_t, 5> ranks{2, 2, 2, 3, 2};
+    constexpr std::array<std::int64_t, 5> ranks{2, 2, 2, 3, 2};
     for (std::size_t i = 0; i < 5; ++i) CTSPMD_TRY(detail::check_rank_of(in[i], ranks[i], i, detail::moe_rank_error));
     // combine_weights [S,K], scatter_index [K,S], expert_id [S,K], grad_combine_weights [S,K]
     CTSPMD_TRY(detail::check_dim_match(in, 1, 1, 0, 0));
@@ -164,12 +164,12 @@ struct moe_gate_dispatch_grad : rule_base<moe_gate_dispatch_grad, moe_gate_dispa
       CTSPMD_TRY(detail::check_dim_match(in, i, 0, 0, 0));
       CTSPMD_TRY(detail::check_dim_match(in, i, 1, 0, 1));
     }
-    static constexpr std::array<std::string_view, 5> labels{"s1", "1s", "s1", "11h", "s1"};
+    constexpr std::array<std::string_view, 5> labels{"s1", "1s", "s1", "11h", "s1"};
     axis_to_dim_map map;
     CTSPMD_TRY(detail::moe_merge(map, labels, in, s));
     for (std::size_t i = 0; i < 5; ++i) push(info.inputs, in[i].dist_attr(), labels[i], map);
-    push(info.outputs, in[3].dist_attr(), "sh", map);  // x_grad
-    push(info.outputs, in[0].dist_attr(), "s1", map);  // gate_logits_grad
+    push(info.outputs, in[3].dist_attr(), std::string_view("sh"), map);  // x_grad
+    push(info.outputs, in[0].dist_attr(), std::string_view("s1"), map);  // gate_logits_grad
     return {};
   }
   static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {
@@ -189,7 +189,7 @@ struct moe_combine : rule_base<moe_combine, moe_combine_attributes> {
     CTSPMD_TRY(detail::moe_merge(map, labels, in, s));
     write_inputs(info, in, map);
     // Each device sums only the slots k it holds: the parts add up.
-    push(info.outputs, in[0].dist_attr(), "sh", map).set_partial_status(sharding_mesh_dims(map, "k"));
+    push(info.outputs, in[0].dist_attr(), std::string_view("sh"), map).set_partial_status(sharding_mesh_dims(map, "k"));
     return {};
   }
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&, semantics s) {
@@ -200,7 +200,7 @@ struct moe_combine : rule_base<moe_combine, moe_combine_attributes> {
     axis_to_dim_map map;
     CTSPMD_TRY(detail::moe_merge(map, std::array<std::string_view, 1>{"sh"}, out, s));
     write_inputs(info, in, map);
-    push(info.outputs, out[0].dist_attr(), "sh", map);
+    push(info.outputs, out[0].dist_attr(), std::string_view("sh"), map);
     return {};
   }
 
@@ -228,15 +228,15 @@ struct moe_combine_grad : rule_base<moe_combine_grad, moe_combine_attributes> {
     CTSPMD_TRY(detail::check_rank_of(in[3], 2, 3, detail::moe_rank_error));
     CTSPMD_TRY(detail::check_dim_match(in, 3, 0, 1, 0));  // grad_y [S,H]
     CTSPMD_TRY(detail::check_dim_match(in, 3, 1, 0, 1));
-    static constexpr std::array<std::string_view, 4> labels{"1h", "sk", "sk", "sh"};
+    constexpr std::array<std::string_view, 4> labels{"1h", "sk", "sk", "sh"};
     axis_to_dim_map map;
     CTSPMD_TRY(detail::moe_merge(map, labels, in, s));
     for (std::size_t i = 0; i < 4; ++i) push(info.inputs, in[i].dist_attr(), labels[i], map);
     // x_grad: each device scatters its tokens' and slots' share into every row.
-    push(info.outputs, in[0].dist_attr(), "1h", map).set_partial_status(sharding_mesh_dims(map, "sk"));
+    push(info.outputs, in[0].dist_attr(), std::string_view("1h"), map).set_partial_status(sharding_mesh_dims(map, "sk"));
     // combine_weights_grad: each device sums over its block of h.
-    push(info.outputs, in[1].dist_attr(), "sk", map).set_partial_status(sharding_mesh_dims(map, "h"));
-    push(info.outputs, in[2].dist_attr(), "sk", map);  // scatter_index_grad
+    push(info.outputs, in[1].dist_attr(), std::string_view("sk"), map).set_partial_status(sharding_mesh_dims(map, "h"));
+    push(info.outputs, in[2].dist_attr(), std::string_view("sk"), map);  // scatter_index_grad
     return {};
   }
   static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {
