@@ -178,3 +178,142 @@ TEST_CASE("oracle: default_data_parallel") {
   }
   st.report();
 }
+
+namespace {
+
+/// Integer values in [0, n) (indices), as doubles.
+tensor random_indices(const shape_t& s, std::int64_t n, rng& g) {
+  tensor t(s);
+  for (auto& v : t.data) v = static_cast<double>(g.uniform(0, n - 1));
+  return t;
+}
+
+/// `sizes[e]` made at least `k` (a multiple of itself, so still divisible by its shards).
+void at_least(std::map<char, std::int64_t>& sizes, char e, std::int64_t k) {
+  const auto n = sizes.at(e);
+  sizes[e] = n * ((k + n - 1) / n);
+}
+
+}  // namespace
+
+TEST_CASE("oracle: moe_gate_dispatch") {
+  rule_stats st{"moe_gate_dispatch"};
+  rng g(0x646973ULL);
+  using rule = ctspmd::rules::moe_gate_dispatch;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    const std::string what = "moe_gate_dispatch " + mesh_string(mesh);
+    auto make_case = [&](const std::map<char, std::int64_t>& sizes, const rule::attributes& attrs) {
+      const auto kernel = per_device([attrs](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+        const auto r = ops::moe_gate_dispatch(in[0], in[1], attrs.k, attrs.capacity);
+        return std::vector<tensor>{r.y, r.combine_weights, r.scatter_index, r.expert_offset, r.expert_id};
+      });
+      op_case c{{random_tensor(shape_of("sh", sizes), g), random_tensor(shape_of("se", sizes), g)}, {}, kernel,
+                what + " k " + std::to_string(attrs.k) + " capacity " + std::to_string(attrs.capacity)};
+      const auto r = ops::moe_gate_dispatch(c.values[0], c.values[1], attrs.k, attrs.capacity);
+      c.expected = {r.y, r.combine_weights, r.scatter_index, r.expert_offset, r.expert_id};
+      return c;
+    };
+    for (const auto& ls : layouts(mesh.ndim(), {2, 2}, sum_max, 120, g)) {
+      auto sizes = label_sizes(mesh, {"sh", "se"}, ls, g);
+      const rule::attributes attrs{g.uniform(1, 2), g.uniform(1, 4), true};
+      at_least(sizes, 'e', attrs.k);
+      check_forward<rule>(st, make_specs(mesh, {shape_of("sh", sizes), shape_of("se", sizes)}, ls), attrs,
+                          make_case(sizes, attrs), g);
+    }
+    const std::vector<std::string> out_labels{"ech", "sk", "ks", "e", "sk"};
+    for (const auto& ls : layouts(mesh.ndim(), {3, 2, 2, 1, 2}, {}, 60, g)) {
+      auto sizes = label_sizes(mesh, out_labels, ls, g);
+      at_least(sizes, 'e', sizes['k']);
+      const rule::attributes attrs{sizes['k'], sizes['c'], true};
+      std::vector<shape_t> out_shapes;
+      for (const auto& l : out_labels) out_shapes.push_back(shape_of(l, sizes));
+      check_backward<rule>(st, replicated_specs(mesh, {shape_of("sh", sizes), shape_of("se", sizes)}),
+                           make_specs(mesh, out_shapes, ls), attrs, make_case(sizes, attrs), g);
+    }
+  }
+  st.report();
+}
+
+TEST_CASE("oracle: moe_gate_dispatch_grad") {
+  rule_stats st{"moe_gate_dispatch_grad"};
+  rng g(0x64677264ULL);
+  using rule = ctspmd::rules::moe_gate_dispatch_grad;
+  const std::vector<std::string> labels{"sk", "ks", "sk", "ech", "sk"};
+  const auto kernel = per_device([](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+    return ops::moe_gate_dispatch_grad(in[0], in[1], in[2], in[3], in[4]);
+  });
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (const auto& ls : layouts(mesh.ndim(), {2, 2, 2, 3, 2}, sum_max, 200, g)) {
+      auto sizes = label_sizes(mesh, labels, ls, g);
+      at_least(sizes, 'e', sizes['k']);
+      const rule::attributes attrs{sizes['k'], sizes['c'], true};
+      const auto r = ops::moe_gate_dispatch(random_tensor(shape_of("sh", sizes), g),
+                                            random_tensor(shape_of("se", sizes), g), attrs.k, attrs.capacity);
+      op_case c{{r.combine_weights, r.scatter_index, r.expert_id, random_tensor(shape_of("ech", sizes), g),
+                 random_tensor(shape_of("sk", sizes), g)},
+                {},
+                kernel,
+                "moe_gate_dispatch_grad " + mesh_string(mesh)};
+      for (auto& t : ops::moe_gate_dispatch_grad(c.values[0], c.values[1], c.values[2], c.values[3], c.values[4]))
+        c.expected.emplace_back(std::move(t));
+      std::vector<shape_t> shapes;
+      for (const auto& v : c.values) shapes.push_back(v.shape);
+      check_forward<rule>(st, make_specs(mesh, shapes, ls), attrs, c, g);
+    }
+  }
+  st.report();
+}
+
+TEST_CASE("oracle: moe_combine, moe_combine_grad") {
+  rng g(0x636f6d62ULL);
+  rule_stats st{"moe_combine"}, gst{"moe_combine_grad"};
+  using rule = ctspmd::rules::moe_combine;
+  using grad_rule = ctspmd::rules::moe_combine_grad;
+  const auto kernel = per_device([](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+    return std::vector<tensor>{ops::moe_combine(in[0], in[1], in[2])};
+  });
+  const auto grad_kernel = per_device([](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+    return ops::moe_combine_grad(in[0], in[1], in[2], in[3]);
+  });
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    const std::string what = mesh_string(mesh);
+    auto values = [&](const std::map<char, std::int64_t>& sizes) {
+      return std::vector<tensor>{random_tensor(shape_of("rh", sizes), g), random_tensor(shape_of("sk", sizes), g),
+                                 random_indices(shape_of("sk", sizes), sizes.at('r'), g),
+                                 random_tensor(shape_of("sh", sizes), g)};
+    };
+    auto make_case = [&](const std::map<char, std::int64_t>& sizes) {
+      auto v = values(sizes);
+      v.pop_back();
+      op_case c{v, {}, kernel, "moe_combine " + what};
+      c.expected.emplace_back(ops::moe_combine(v[0], v[1], v[2]));
+      return c;
+    };
+    const std::vector<std::string> labels{"rh", "sk", "sk", "sh"};
+    for (const auto& ls : layouts(mesh.ndim(), {2, 2, 2}, sum_max, 80, g)) {
+      const auto sizes = label_sizes(mesh, labels, ls, g);
+      const auto c = make_case(sizes);
+      check_forward<rule>(st, make_specs(mesh, {c.values[0].shape, c.values[1].shape, c.values[2].shape}, ls), {}, c, g);
+    }
+    for (const auto& ls : layouts(mesh.ndim(), {2}, {}, 20, g)) {
+      const auto sizes = label_sizes(mesh, {"sh", "rh", "sk"}, ls, g);
+      const auto c = make_case(sizes);
+      check_backward<rule>(st, replicated_specs(mesh, {c.values[0].shape, c.values[1].shape, c.values[2].shape}),
+                           make_specs(mesh, {c.expected[0]->shape}, ls), {}, c, g);
+    }
+    for (const auto& ls : layouts(mesh.ndim(), {2, 2, 2, 2}, sum_max, 120, g)) {
+      const auto sizes = label_sizes(mesh, labels, ls, g);
+      op_case c{values(sizes), {}, grad_kernel, "moe_combine_grad " + what};
+      for (auto& t : ops::moe_combine_grad(c.values[0], c.values[1], c.values[2], c.values[3]))
+        c.expected.emplace_back(std::move(t));
+      std::vector<shape_t> shapes;
+      for (const auto& v : c.values) shapes.push_back(v.shape);
+      check_forward<grad_rule>(gst, make_specs(mesh, shapes, ls), {}, c, g);
+    }
+  }
+  st.report();
+  gst.report();
+}

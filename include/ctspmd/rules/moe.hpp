@@ -19,7 +19,7 @@
 /// row. phi labels x `sh`, gate `se`, y `esh`: it binds the capacity dim of y to the token axis
 /// (a sharded token axis shards y's capacity). That is wrong: a token's slot depends on how many
 /// earlier tokens, on every device, chose the same expert, so a device holding only its tokens
-/// cannot fill its block of slots (the oracle shows it). And a token's top-k reads all its
+/// cannot fill its block of slots. And a token's top-k reads all its
 /// experts' logits. So here: x `1h`, gate `11` (tokens and experts replicated: an all-gather
 /// where they were sharded), y `11h` (only the hidden dim stays sharded, as x's), and the other
 /// outputs replicated. Reverse (derived; phi has none): y's hidden dim goes to x, everything
