@@ -38,6 +38,10 @@
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>
 #include <ctspmd/rules/moe.hpp>
+#include <ctspmd/rules/cumsum.hpp>
+#include <ctspmd/rules/topk.hpp>
+#include <ctspmd/rules/numel.hpp>
+#include <ctspmd/rules/logsumexp.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/rule_base.hpp>

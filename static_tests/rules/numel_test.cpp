@@ -18,10 +18,10 @@ constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std
 }
 
 // ==== numel ======================================================================================
-constexpr auto n = numel::infer_forward({spec({8, 16}, {1, -1})});
-static_assert(n.inputs[0].dims_mapping() == dims_mapping{1, -1});
-static_assert(n.outputs[0].rank() == 0 && n.outputs[0].partial_dims() == mesh_dims{1});
-static_assert(n.outputs[0].partial_reduce_type(1) == reduce_type::sum);
+constexpr auto n_fwd = numel::infer_forward({spec({8, 16}, {1, -1})});
+static_assert(n_fwd.inputs[0].dims_mapping() == dims_mapping{1, -1});
+static_assert(n_fwd.outputs[0].rank() == 0 && n_fwd.outputs[0].partial_dims() == mesh_dims{1});
+static_assert(n_fwd.outputs[0].partial_reduce_type(1) == reduce_type::sum);
 static_assert(!numel::infer_forward({spec({8, 16}, {-1, -1})}).outputs[0].is_partial());
 static_assert(numel::infer_forward({co(mesh, {8, 16}, {{1, 0}, {}})}, {}, phi).outputs[0].partial_dims() == mesh_dims{0, 1});
 constexpr auto np = numel::infer_forward({partial_spec({8, 16}, {0, -1}, 1)});  // only the shape is read

@@ -42,5 +42,11 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::sgd_attributes, multi_precision);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::default_data_parallel_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::moe_combine_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::moe_gate_dispatch_attributes, k, capacity, use_pad);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::cumsum_attributes, axis, flatten, exclusive, reverse);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::argmax_attributes, axis, keepdims, flatten, dtype);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::topk_attributes, k, axis, largest, sorted);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::numel_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::logsumexp_attributes, axis, keepdim, reduce_all);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::p_norm_attributes, porder, axis, epsilon, keepdim, asvector);
 
 #endif

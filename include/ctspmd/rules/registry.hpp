@@ -24,13 +24,16 @@
 #include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
+#include <ctspmd/rules/cumsum.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
+#include <ctspmd/rules/logsumexp.hpp>
 #include <ctspmd/rules/matmul.hpp>
 #include <ctspmd/rules/moe.hpp>
+#include <ctspmd/rules/numel.hpp>
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
@@ -38,6 +41,7 @@
 #include <ctspmd/rules/rule_base.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
+#include <ctspmd/rules/topk.hpp>
 #include <ctspmd/rules/transpose.hpp>
 
 namespace ctspmd::rules {
@@ -51,7 +55,7 @@ struct rule_list {
 /// Every registered rule type, each once.
 using registered_rules =
     rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flatten,
-              adam, adamw, default_data_parallel, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, sgd,  // group D (the lead sorts)
+              adam, adamw, argmax, argmin, cumsum, cumsum_grad, default_data_parallel, logsumexp, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel, p_norm, sgd, topk, topk_grad,  // group D (the lead sorts)
               frobenius_norm, full_like, layer_norm, matmul, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
@@ -120,6 +124,8 @@ inline constexpr std::array registry = {
     detail::entry<reduction_with<reduce_type::max>>("amax"),
     detail::entry<reduction_with<reduce_type::min>>("amin"),
     detail::entry<reduction_with<reduce_type::any>>("any"),
+    detail::entry<argmax>("argmax"),
+    detail::entry<argmin>("argmin"),
     detail::entry<elementwise>("asin"),
     detail::entry<elementwise>("asinh"),
     detail::entry<elementwise>("assign"),
@@ -141,6 +147,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("cos"),
     detail::entry<elementwise>("cosh"),
     detail::entry<cross_entropy_with_softmax>("cross_entropy_with_softmax"),
+    detail::entry<cumsum>("cumsum"),
+    detail::entry<cumsum_grad>("cumsum_grad"),
     detail::entry<default_data_parallel>("default_data_parallel"),
     detail::entry<det>("det"),
     detail::entry<elementwise>("digamma"),
@@ -188,6 +196,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("logical_xor"),
     detail::entry<elementwise>("logit"),
     detail::entry<elementwise>("logsigmoid"),
+    detail::entry<logsumexp>("logsumexp"),
     detail::entry<embedding>("lookup_table_v2"),
     detail::entry<matmul>("matmul"),
     detail::entry<matmul>("matmul_v2"),
@@ -203,6 +212,8 @@ inline constexpr std::array registry = {
     detail::entry<moe_gate_dispatch_grad>("moe_gate_dispatch_grad"),
     detail::entry<elementwise>("multiply"),
     detail::entry<elementwise>("not_equal"),
+    detail::entry<numel>("numel"),
+    detail::entry<p_norm>("p_norm"),
     detail::entry<elementwise>("poisson"),
     detail::entry<elementwise>("pow"),
     detail::entry<reduction_with<reduce_type::prod>>("prod"),
@@ -242,6 +253,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("tanh"),
     detail::entry<elementwise>("tanh_shrink"),
     detail::entry<elementwise>("thresholded_relu"),
+    detail::entry<topk>("topk"),
+    detail::entry<topk_grad>("topk_grad"),
     detail::entry<transpose>("transpose"),
     detail::entry<transpose>("transpose2"),
     detail::entry<elementwise>("trunc"),
