@@ -87,3 +87,48 @@ TEST_CASE("scans and selections forward -> backward round trip") {
   MESSAGE("scans round trip: ", checked, " cases of ", cases, " accepted by all seven rules");
   CHECK(checked == cases);
 }
+
+TEST_CASE("gather, index_select, one_hot by name") {
+  const specs gi{spec({16, 32, 8}, {0, -1, -1}), spec({12}, {1})};
+  CHECK(runtime::infer_forward("gather", gi, {{"axis", std::int64_t{-2}}}).outputs[0].dims_mapping() ==
+        dims_mapping{0, 1, -1});
+  CHECK(runtime::infer_forward("index_select", gi, {{"axis", std::int64_t{1}}}).outputs[0].dims_mapping() ==
+        dims_mapping{0, 1, -1});
+  const auto gg = runtime::infer_forward("index_select_grad", specs{gi[0], gi[1], spec({16, 12, 8}, {0, 1, -1})},
+                                         {{"axis", std::int64_t{1}}});
+  CHECK(gg.outputs[0].partial_dims() == mesh_dims{1});
+  CHECK(runtime::infer_forward("gather_grad", specs{gi[0], spec({}, {}), spec({16, 8}, {0, 1})}, {{"axis", std::int64_t{1}}})
+            .outputs[0]
+            .dims_mapping() == dims_mapping{0, -1, 1});
+  CHECK(runtime::infer_forward("one_hot", specs{spec({16, 32}, {0, 1})}, {{"num_classes", std::int64_t{10}}})
+            .outputs[0]
+            .dims_mapping() == dims_mapping{0, 1, -1});
+  check_error([&] { (void)runtime::infer_forward("gather", specs{gi[0], spec({12, 2}, {-1, -1})}); },
+              error_kind::invalid_argument, "gather: index must be 0-D or 1-D, but has rank 2");
+  check_error([&] { (void)runtime::infer_forward("index_select", specs{gi[0], spec({}, {})}); },
+              error_kind::invalid_argument, "index_select: index must be 1-D, but has rank 0");
+  check_error([&] { (void)runtime::infer_forward("gather", gi, {{"axis", std::int64_t{3}}}); },
+              error_kind::invalid_argument, "gather: axis 3 is outside [-3, 3) for x of rank 3");
+  check_error([&] { (void)runtime::infer_backward("one_hot", specs{spec({16, 32}, {0, 1})}, specs{spec({16, 32}, {0, 1})}); },
+              error_kind::invalid_argument, "one_hot: the output has rank 2, but must have rank 3 (x's + 1)");
+
+  ctspmd_test::rng r(44);
+  int checked = 0;
+  constexpr int cases = 200;
+  for (int n = 0; n < cases; ++n) {
+    const process_mesh m = ctspmd_test::random_mesh(r);
+    const auto rank = r.uniform(1, 3);
+    const tensor_shape shape(static_cast<std::size_t>(rank), 8);
+    const auto axis = r.uniform(-rank, rank - 1);
+    const specs in{{shape, {m, ctspmd_test::random_dims_mapping(r, static_cast<std::size_t>(rank), m.ndim())}},
+                   {tensor_shape{8}, {m, ctspmd_test::random_dims_mapping(r, 1, m.ndim())}}};
+    tensor_shape oh = shape;
+    oh.push_back(4);
+    bool ok = ctspmd_test::check_roundtrip<rules::gather>(in, std::vector<tensor_shape>{shape}, {axis});
+    ok = ctspmd_test::check_roundtrip<rules::index_select>(in, std::vector<tensor_shape>{shape}, {axis}) && ok;
+    ok = ctspmd_test::check_roundtrip<rules::one_hot>(specs{in[0]}, std::vector<tensor_shape>{oh}, {4}) && ok;
+    checked += ok ? 1 : 0;
+  }
+  MESSAGE("gather round trip: ", checked, " accepted cases of ", cases);
+  CHECK(checked > cases / 4);
+}

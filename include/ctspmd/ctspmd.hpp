@@ -42,6 +42,7 @@
 #include <ctspmd/rules/topk.hpp>
 #include <ctspmd/rules/numel.hpp>
 #include <ctspmd/rules/logsumexp.hpp>
+#include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/rule_base.hpp>

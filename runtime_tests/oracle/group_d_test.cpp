@@ -550,3 +550,102 @@ TEST_CASE("oracle: numel, logsumexp, p_norm") {
   lst.report();
   pst.report();
 }
+
+namespace {
+
+/// gather's (or index_select's) cases and its grad's, on x of every rank 1 to 3 and axis.
+template <class Rule, class GradRule>
+void check_gather(const std::string& name, bool zero_d, rng& g) {
+  rule_stats st{name}, gst{name + "_grad"};
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 1; rank <= 3; ++rank)
+      for (const auto axis : axes_of(rank, g))
+        for (bool scalar_index : {false, true}) {
+          if (scalar_index && !zero_d) continue;
+          const typename Rule::attributes attrs{axis};
+          const std::string xl = letters.substr(0, rank);
+          const char a = xl[norm_axis(axis, rank)];
+          const std::string il = scalar_index ? "" : "z";
+          std::string ol;
+          for (char c : xl)
+            if (c != a) ol.push_back(c);
+            else if (!scalar_index) ol.push_back('z');
+          const std::string what = name + " " + mesh_string(mesh) + " axis " + std::to_string(axis);
+          const auto f = [axis](const std::vector<tensor>& in) { return std::vector<tensor>{ops::gather(in[0], in[1], axis)}; };
+          auto make_case = [&](const std::map<char, std::int64_t>& sizes) {
+            const tensor x = random_tensor(shape_of(xl, sizes), g);
+            op_case c{{x, random_indices(shape_of(il, sizes), sizes.at(a), g)}, {}, kernel_of(f), what};
+            c.expected.emplace_back(f(c.values)[0]);
+            return c;
+          };
+          for (const auto& ls : layouts(mesh.ndim(), {rank, il.size()}, sum_max, 16, g)) {
+            const auto sizes = label_sizes(mesh, {xl, il}, ls, g);
+            const auto c = make_case(sizes);
+            check_forward<Rule>(st, make_specs(mesh, {c.values[0].shape, c.values[1].shape}, ls), attrs, c, g);
+          }
+          for (const auto& ls : layouts(mesh.ndim(), {ol.size()}, {}, 6, g)) {
+            const auto sizes = label_sizes(mesh, {ol, xl}, ls, g);
+            const auto c = make_case(sizes);
+            check_backward<Rule>(st, replicated_specs(mesh, {c.values[0].shape, c.values[1].shape}),
+                                 make_specs(mesh, {c.expected[0]->shape}, ls), attrs, c, g);
+          }
+          const auto gf = [axis](const std::vector<tensor>& in) {
+            return std::vector<tensor>{ops::gather_grad(in[0], in[1], in[2], axis)};
+          };
+          for (const auto& ls : layouts(mesh.ndim(), {rank, il.size(), ol.size()}, sum_max, 16, g)) {
+            const auto sizes = label_sizes(mesh, {xl, il, ol}, ls, g);
+            op_case c{{random_tensor(shape_of(xl, sizes), g), random_indices(shape_of(il, sizes), sizes.at(a), g),
+                       random_tensor(shape_of(ol, sizes), g)},
+                      {},
+                      kernel_of(gf),
+                      name + "_grad " + mesh_string(mesh) + " axis " + std::to_string(axis)};
+            c.expected.emplace_back(gf(c.values)[0]);
+            check_forward<GradRule>(gst, make_specs(mesh, {c.values[0].shape, c.values[1].shape, c.values[2].shape}, ls),
+                                    attrs, c, g);
+          }
+        }
+  }
+  st.report();
+  gst.report();
+}
+
+}  // namespace
+
+TEST_CASE("oracle: gather, index_select and their grads") {
+  rng g(0x67617468ULL);
+  check_gather<ctspmd::rules::gather, ctspmd::rules::gather_grad>("gather", true, g);
+  check_gather<ctspmd::rules::index_select, ctspmd::rules::index_select_grad>("index_select", false, g);
+}
+
+TEST_CASE("oracle: one_hot") {
+  rng g(0x6f6e6568ULL);
+  rule_stats st{"one_hot"};
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 0; rank <= 3; ++rank) {
+      const std::string xl = letters.substr(0, rank);
+      const std::int64_t classes = g.uniform(2, 5);
+      const ctspmd::rules::one_hot_attributes attrs{classes};
+      const auto f = [classes](const std::vector<tensor>& in) { return std::vector<tensor>{ops::one_hot(in[0], classes)}; };
+      auto make_case = [&](const std::map<char, std::int64_t>& sizes) {
+        op_case c{{random_indices(shape_of(xl, sizes), classes, g)}, {}, kernel_of(f), "one_hot " + mesh_string(mesh)};
+        c.expected.emplace_back(f(c.values)[0]);
+        return c;
+      };
+      for (const auto& ls : layouts(mesh.ndim(), {rank}, sum_max, 8, g)) {
+        const auto c = make_case(label_sizes(mesh, {xl}, ls, g));
+        check_forward<ctspmd::rules::one_hot>(st, make_specs(mesh, {c.values[0].shape}, ls), attrs, c, g);
+      }
+      for (const auto& ls : layouts(mesh.ndim(), {rank + 1}, {}, 6, g)) {
+        auto sizes = label_sizes(mesh, {xl + "n"}, ls, g);
+        const auto c = make_case(sizes);
+        // the class dim may be given sharded (its size is num_classes): only even shards are given
+        const shape_t os = c.expected[0]->shape;
+        check_backward<ctspmd::rules::one_hot>(st, replicated_specs(mesh, {c.values[0].shape}),
+                                               make_specs(mesh, {os}, {even_only(ls[0], os, mesh)}), attrs, c, g);
+      }
+    }
+  }
+  st.report();
+}

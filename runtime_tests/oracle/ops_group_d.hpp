@@ -344,6 +344,49 @@ inline tensor p_norm(const tensor& x, double p, std::int64_t axis, bool keepdim,
   return s;
 }
 
+// ---------------------------------------------------------------------------- indexing
+
+/// gather / index_select: x's slices at `index` (1-D, or 0-D: the axis removed) along `axis`.
+inline tensor gather(const tensor& x, const tensor& index, std::int64_t axis) {
+  const std::size_t a = normalize_axis(axis, x.rank());
+  if (index.rank() > 1) throw oracle_error("gather: index of rank " + std::to_string(index.rank()));
+  std::vector<tensor> slices;
+  for (double v : index.data) slices.push_back(slice(x, a, as_index(v), 1));
+  tensor out = concat(slices, a);
+  if (index.rank() == 0) {
+    shape_t s;
+    for (std::size_t d = 0; d < x.shape.size(); ++d)
+      if (d != a) s.push_back(x.shape[d]);
+    out = reshape(out, s);
+  }
+  return out;
+}
+
+/// gather's gradient: out_grad's slices added into x's shape at `index` along `axis`.
+inline tensor gather_grad(const tensor& x, const tensor& index, const tensor& out_grad, std::int64_t axis) {
+  const std::size_t a = normalize_axis(axis, x.rank());
+  shape_t gs = out_grad.shape;
+  if (index.rank() == 0) gs.insert(gs.begin() + static_cast<std::ptrdiff_t>(a), 1);
+  const tensor g = reshape(out_grad, gs);
+  tensor out(x.shape);
+  shape_t idx;
+  for_each_index(g.shape, [&](const shape_t& i) {
+    idx = i;
+    idx[a] = as_index(index.data[to_size(i[a])]);
+    out[idx] += g[i];
+  });
+  return out;
+}
+
+/// one_hot: out[..., c] = 1 where x[...] == c.
+inline tensor one_hot(const tensor& x, std::int64_t num_classes) {
+  shape_t s = x.shape;
+  s.push_back(num_classes);
+  tensor out(s);
+  for (std::size_t e = 0; e < x.size(); ++e) out.data[e * to_size(num_classes) + to_size(as_index(x.data[e]))] = 1;
+  return out;
+}
+
 }  // namespace ctspmd_oracle::ops
 
 #endif

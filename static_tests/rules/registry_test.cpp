@@ -11,7 +11,7 @@ static_assert(rules::has_rule<"embedding"> && rules::has_rule<"lookup_table_v2">
 static_assert(!rules::has_rule<"embeding"> && !rules::has_rule<"">);
 static_assert(std::is_same_v<rules::rule_for<"matmul">, rules::matmul>);
 static_assert(std::is_same_v<rules::rule_for<"einsum">, rules::dynamic_einsum>);
-static_assert(rules::registry.size() == 143);
+static_assert(rules::registry.size() == 148);
 static_assert(rules::registry_find("matmul") < rules::registry.size() && rules::registry_find("matmull") == rules::registry.size());
 
 // Every Paddle name of the reference's rule list (and "einsum"), each to its rule.
@@ -172,3 +172,8 @@ static_assert(std::is_same_v<rules::rule_for<"topk_grad">, rules::topk_grad>);
 static_assert(std::is_same_v<rules::rule_for<"numel">, rules::numel>);
 static_assert(std::is_same_v<rules::rule_for<"logsumexp">, rules::logsumexp>);
 static_assert(std::is_same_v<rules::rule_for<"p_norm">, rules::p_norm>);
+static_assert(std::is_same_v<rules::rule_for<"gather">, rules::gather>);
+static_assert(std::is_same_v<rules::rule_for<"gather_grad">, rules::gather_grad>);
+static_assert(std::is_same_v<rules::rule_for<"index_select">, rules::index_select>);
+static_assert(std::is_same_v<rules::rule_for<"index_select_grad">, rules::index_select_grad>);
+static_assert(std::is_same_v<rules::rule_for<"one_hot">, rules::one_hot>);

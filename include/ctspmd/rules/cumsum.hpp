@@ -65,25 +65,25 @@ struct cumsum : rule_base<cumsum, cumsum_attributes> {
   static constexpr operand_count output_count{1};
 
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
-    return infer(info, in[0], in[0], attrs, s);
+    return infer(info, in[0], in[0], false, attrs, s);
   }
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
     const std::int64_t want = attrs.flatten ? 1 : in[0].ndim();
     if (out[0].ndim() != want)
       return make_error(error_kind::invalid_argument, "", "the output has rank {}, but must have rank {} (x has rank {})",
                         out[0].ndim(), want, in[0].ndim());
-    return infer(info, in[0], out[0], attrs, s);
+    return infer(info, in[0], out[0], true, attrs, s);
   }
 
  private:
   /// x and the output from `from`'s mapping (x's forward, the output's backward).
-  static constexpr status infer(spmd_info& info, const dist_tensor_spec& x, const dist_tensor_spec& from,
+  static constexpr status infer(spmd_info& info, const dist_tensor_spec& x, const dist_tensor_spec& from, bool reverse,
                                 const attributes& attrs, semantics s) {
     const auto l = detail::scan_labels(x.ndim(), attrs.axis, attrs.flatten);
     if (!l) return l.error();
     const axes_string out = attrs.flatten ? axes_string("1") : *l;
     axis_to_dim_map map;
-    CTSPMD_TRY(merge_operand(map, &from == &x ? l->view() : out.view(), from, s, detail::scan_merge));
+    CTSPMD_TRY(merge_operand(map, reverse ? out.view() : l->view(), from, s, detail::scan_merge));
     push(info.inputs, x.dist_attr(), *l, map);
     push(info.outputs, from.dist_attr(), out, map);
     return {};

@@ -29,6 +29,7 @@
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/logsumexp.hpp>
 #include <ctspmd/rules/matmul.hpp>
@@ -55,7 +56,7 @@ struct rule_list {
 /// Every registered rule type, each once.
 using registered_rules =
     rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flatten,
-              adam, adamw, argmax, argmin, cumsum, cumsum_grad, default_data_parallel, logsumexp, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel, p_norm, sgd, topk, topk_grad,  // group D (the lead sorts)
+              adam, adamw, argmax, argmin, cumsum, cumsum_grad, default_data_parallel, gather, gather_grad, index_select, index_select_grad, logsumexp, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel, one_hot, p_norm, sgd, topk, topk_grad,  // group D (the lead sorts)
               frobenius_norm, full_like, layer_norm, matmul, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
@@ -171,6 +172,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("fmin"),
     detail::entry<frobenius_norm>("frobenius_norm"),
     detail::entry<full_like>("full_like"),
+    detail::entry<gather>("gather"),
+    detail::entry<gather_grad>("gather_grad"),
     detail::entry<elementwise>("gelu"),
     detail::entry<elementwise>("greater_equal"),
     detail::entry<elementwise>("greater_than"),
@@ -179,6 +182,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("hardswish"),
     detail::entry<elementwise>("hardtanh"),
     detail::entry<elementwise>("heaviside"),
+    detail::entry<index_select>("index_select"),
+    detail::entry<index_select_grad>("index_select_grad"),
     detail::entry<elementwise>("label_smooth"),
     detail::entry<layer_norm>("layer_norm"),
     detail::entry<elementwise>("leaky_relu"),
@@ -213,6 +218,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("multiply"),
     detail::entry<elementwise>("not_equal"),
     detail::entry<numel>("numel"),
+    detail::entry<one_hot>("one_hot"),
     detail::entry<p_norm>("p_norm"),
     detail::entry<elementwise>("poisson"),
     detail::entry<elementwise>("pow"),
