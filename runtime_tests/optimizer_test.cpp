@@ -63,7 +63,7 @@ TEST_CASE("adam / adamw forward and backward") {
         bad[4] = spec({8, 12}, {-1, -1});
         (void)rules::adamw::infer_forward(bad);
       },
-      error_kind::invalid_argument, "adamw: dim 1 has size 12, but param's has size 16");
+      error_kind::invalid_argument, "adamw: input 4 has size 12 at dim 1, but param has size 16");
   check_error(
       [] {
         auto bad = adam_in({-1, -1}, {-1, -1}, {-1, -1}, {-1, -1});
@@ -93,7 +93,7 @@ TEST_CASE("sgd forward and backward") {
   const auto b = rules::sgd::infer_backward(in, std::vector<dist_tensor_spec>{spec({8, 16}, {1, -1}), spec({8, 16}, {-1, -1})});
   CHECK(b.inputs[0].dims_mapping() == dims_mapping{1, -1});
   check_error([] { (void)rules::sgd::infer_forward({spec({8, 16}, {0, -1}), scalar, spec({8, 4}, {-1, -1})}); },
-              error_kind::invalid_argument, "sgd: dim 1 has size 4, but param's has size 16");
+              error_kind::invalid_argument, "sgd: input 2 has size 4 at dim 1, but param has size 16");
 }
 
 TEST_CASE("default_data_parallel forward and backward") {

@@ -65,6 +65,12 @@ constexpr auto gg = gather_grad::infer_forward({spec({16, 32}, {-1, -1}), spec({
 static_assert(gg.outputs[0].dims_mapping() == dims_mapping{-1, 1} && !gg.outputs[0].is_partial());
 static_assert(gather_grad::try_infer_forward({spec({16, 32}, {-1, -1}), spec({4}, {-1}), spec({32}, {1})}).error().values ==
               std::array<std::int64_t, 4>{1, 2, 0, 0});
+static_assert(gather_grad::try_infer_forward({spec({16, 32}, {-1, -1}), spec({4}, {-1}), spec({4, 30}, {-1, -1})})
+                  .error()
+                  .values == std::array<std::int64_t, 4>{30, 1, 32, 0});
+static_assert(gather_grad::try_infer_forward({spec({16, 32}, {-1, -1}), spec({4}, {-1}), spec({5, 32}, {-1, -1})})
+                  .error()
+                  .values == std::array<std::int64_t, 4>{5, 0, 4, 0});
 static_assert(gather_grad::try_infer_backward({spec({16, 32}, {-1, -1}), spec({4}, {-1}), spec({4, 32}, {1, -1})},
                                               {spec({16, 32}, {-1, -1})})
                   .kind() == error_kind::unimplemented);

@@ -64,4 +64,8 @@ static_assert(topk_grad::try_infer_forward({spec({16, 32, 48}, {0, 1, -1}), spec
                                            {.k = 4, .axis = 1})
                   .error()
                   .values == std::array<std::int64_t, 4>{1, 2, 3, 0});
+static_assert(topk_grad::try_infer_forward({spec({16, 32, 48}, {0, 1, -1}), spec({8, 4, 48}, {-1, -1, -1}), spec({8, 4, 48}, {0, -1, -1})},
+                                           {.k = 4, .axis = 1})
+                  .error()
+                  .values == std::array<std::int64_t, 4>{8, 0, 16, 0});
 static_assert(!topk_grad::try_infer_backward({}, {}));

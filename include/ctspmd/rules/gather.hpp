@@ -101,6 +101,18 @@ constexpr status gather_grad_infer(spmd_info& info, spec_span in, std::int64_t a
   if (in[2].ndim() != static_cast<std::int64_t>(n->out.size()))
     return make_error(error_kind::invalid_argument, "", "out_grad has rank {}, but must have rank {}", in[2].ndim(),
                       n->out.size());
+  // out_grad has gather's output shape: x's sizes, the index's size at the axis.
+  for (std::size_t d = 0; d < n->out.size(); ++d) {
+    const char l = n->out[d];
+    std::int64_t want = -1;
+    for (std::size_t k = 0; k < n->x.size(); ++k)
+      if (n->x[k] == l) want = in[0].shape()[k];
+    if (l == 'z') want = in[1].shape()[0];
+    const auto got = in[2].shape()[d];
+    if (got != -1 && want != -1 && got != want)
+      return make_error(error_kind::invalid_argument, "", "out_grad has size {} at dim {}, but gather's output has {}",
+                        got, d, want);
+  }
   const std::array<std::string_view, 3> labels{n->x.view(), n->index.view(), n->out.view()};
   axis_to_dim_map map;
   CTSPMD_TRY(merge_operands(map, std::span<const std::string_view, 3>(labels), in, s, scan_merge));

@@ -164,6 +164,12 @@ struct topk_grad : rule_base<topk_grad, topk_attributes> {
       if (auto c = check_same_sizes(in[i].shape(), in[1].shape(), "dim {} has size {} in out_grad, {} in indices"); !c)
         return c;
     }
+    const auto axis = static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + in[0].ndim() : attrs.axis);
+    for (std::size_t d = 0; d < in[0].shape().size(); ++d) {
+      const auto x = in[0].shape()[d], k = in[1].shape()[d];
+      if (d != axis && x != -1 && k != -1 && x != k)
+        return make_error(error_kind::invalid_argument, "", "indices has size {} at dim {}, but x has size {}", k, d, x);
+    }
     const std::array<std::string_view, 3> all{l->view(), l->view(), l->view()};
     axis_to_dim_map map;
     CTSPMD_TRY(merge_operands(map, std::span<const std::string_view, 3>(all), in, s, detail::scan_merge));
