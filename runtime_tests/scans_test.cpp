@@ -27,7 +27,7 @@ TEST_CASE("scans and selections by name") {
   CHECK(runtime::infer_forward("cumsum", x, {{"flatten", true}}).outputs[0].dims_mapping() == dims_mapping{-1});
   CHECK(runtime::infer_forward("cumsum_grad", specs{x[0], spec({64, 32, 48}, {-1, -1, 1})}, {{"axis", std::int64_t{0}}})
             .outputs[0]
-            .dims_mapping() == dims_mapping{-1, -1, 1});
+            .dims_mapping() == dims_mapping{-1, 1, -1});  // mesh dim 1 stays with x's dim 1 (first wins)
   CHECK(runtime::infer_forward("argmax", x, {{"axis", std::int64_t{1}}, {"keepdims", true}}).outputs[0].dims_mapping() ==
         dims_mapping{0, -1, -1});
   CHECK(runtime::infer_forward("argmin", x, {{"axis", std::int64_t{0}}, {"dtype", std::string("int32")}})
