@@ -24,6 +24,8 @@
 #include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
+#include <ctspmd/rules/cumsum.hpp>
+#include <ctspmd/rules/default_data_parallel.hpp>
 #include <ctspmd/rules/dim_trans.hpp>
 #include <ctspmd/rules/dropout.hpp>
 #include <ctspmd/rules/einsum.hpp>
@@ -31,10 +33,15 @@
 #include <ctspmd/rules/elementwise_grad.hpp>
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/expand_as.hpp>
+#include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
+#include <ctspmd/rules/logsumexp.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/moe.hpp>
+#include <ctspmd/rules/numel.hpp>
+#include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/pad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/registry.hpp>
@@ -50,6 +57,7 @@
 #include <ctspmd/rules/squeeze.hpp>
 #include <ctspmd/rules/swiglu.hpp>
 #include <ctspmd/rules/tile.hpp>
+#include <ctspmd/rules/topk.hpp>
 #include <ctspmd/rules/transpose.hpp>
 #include <ctspmd/rules/triu.hpp>
 #include <ctspmd/rules/unbind.hpp>

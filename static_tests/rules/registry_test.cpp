@@ -11,7 +11,7 @@ static_assert(rules::has_rule<"embedding"> && rules::has_rule<"lookup_table_v2">
 static_assert(!rules::has_rule<"embeding"> && !rules::has_rule<"">);
 static_assert(std::is_same_v<rules::rule_for<"matmul">, rules::matmul>);
 static_assert(std::is_same_v<rules::rule_for<"einsum">, rules::dynamic_einsum>);
-static_assert(rules::registry.size() == 176);
+static_assert(rules::registry.size() == 198);
 static_assert(rules::registry_find("matmul") < rules::registry.size() && rules::registry_find("matmull") == rules::registry.size());
 
 // Every Paddle name of the reference's rule list (and "einsum"), each to its rule.
@@ -153,3 +153,27 @@ static_assert(std::is_same_v<rules::rule_for<"stack">, rules::stack>);
 
 // Every registered rule satisfies the contract.
 static_assert(SpmdRule<rules::matmul> && SpmdRule<rules::stack> && SpmdRule<rules::einsum<"ij->j">>);
+
+// Group D (optimizers, data parallel, MoE, scans and selections).
+static_assert(std::is_same_v<rules::rule_for<"adam">, rules::adam>);
+static_assert(std::is_same_v<rules::rule_for<"adamw">, rules::adamw>);
+static_assert(std::is_same_v<rules::rule_for<"sgd">, rules::sgd>);
+static_assert(std::is_same_v<rules::rule_for<"default_data_parallel">, rules::default_data_parallel>);
+static_assert(std::is_same_v<rules::rule_for<"moe_combine">, rules::moe_combine>);
+static_assert(std::is_same_v<rules::rule_for<"moe_combine_grad">, rules::moe_combine_grad>);
+static_assert(std::is_same_v<rules::rule_for<"moe_gate_dispatch">, rules::moe_gate_dispatch>);
+static_assert(std::is_same_v<rules::rule_for<"moe_gate_dispatch_grad">, rules::moe_gate_dispatch_grad>);
+static_assert(std::is_same_v<rules::rule_for<"cumsum">, rules::cumsum>);
+static_assert(std::is_same_v<rules::rule_for<"cumsum_grad">, rules::cumsum_grad>);
+static_assert(std::is_same_v<rules::rule_for<"argmax">, rules::argmax>);
+static_assert(std::is_same_v<rules::rule_for<"argmin">, rules::argmin>);
+static_assert(std::is_same_v<rules::rule_for<"topk">, rules::topk>);
+static_assert(std::is_same_v<rules::rule_for<"topk_grad">, rules::topk_grad>);
+static_assert(std::is_same_v<rules::rule_for<"numel">, rules::numel>);
+static_assert(std::is_same_v<rules::rule_for<"logsumexp">, rules::logsumexp>);
+static_assert(std::is_same_v<rules::rule_for<"p_norm">, rules::p_norm>);
+static_assert(std::is_same_v<rules::rule_for<"gather">, rules::gather>);
+static_assert(std::is_same_v<rules::rule_for<"gather_grad">, rules::gather_grad>);
+static_assert(std::is_same_v<rules::rule_for<"index_select">, rules::index_select>);
+static_assert(std::is_same_v<rules::rule_for<"index_select_grad">, rules::index_select_grad>);
+static_assert(std::is_same_v<rules::rule_for<"one_hot">, rules::one_hot>);

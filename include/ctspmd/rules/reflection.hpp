@@ -61,5 +61,19 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::unsqueeze_attributes, axis);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::tile_attributes, repeat_times);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::triu_attributes, diagonal, lower);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::unbind_attributes, axis);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::adam_attributes, beta1, beta2, epsilon, lazy_mode, min_row_size_to_use_multithread, multi_precision, use_global_beta_pow, amsgrad);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::adamw_attributes, beta1, beta2, epsilon, lr_ratio, coeff, with_decay, lazy_mode, min_row_size_to_use_multithread, multi_precision, use_global_beta_pow, amsgrad);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::sgd_attributes, multi_precision);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::default_data_parallel_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::moe_combine_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::moe_gate_dispatch_attributes, k, capacity, use_pad);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::cumsum_attributes, axis, flatten, exclusive, reverse);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::argmax_attributes, axis, keepdims, flatten, dtype);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::topk_attributes, k, axis, largest, sorted);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::numel_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::logsumexp_attributes, axis, keepdim, reduce_all);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::p_norm_attributes, porder, axis, epsilon, keepdim, asvector);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::gather_attributes, axis);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::one_hot_attributes, num_classes);
 
 #endif

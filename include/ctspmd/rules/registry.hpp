@@ -25,15 +25,22 @@
 #include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
+#include <ctspmd/rules/cumsum.hpp>
+#include <ctspmd/rules/default_data_parallel.hpp>
 #include <ctspmd/rules/dropout.hpp>
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/elementwise_grad.hpp>
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/expand_as.hpp>
+#include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
+#include <ctspmd/rules/logsumexp.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/moe.hpp>
+#include <ctspmd/rules/numel.hpp>
+#include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/pad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
@@ -48,6 +55,7 @@
 #include <ctspmd/rules/squeeze.hpp>
 #include <ctspmd/rules/swiglu.hpp>
 #include <ctspmd/rules/tile.hpp>
+#include <ctspmd/rules/topk.hpp>
 #include <ctspmd/rules/transpose.hpp>
 #include <ctspmd/rules/triu.hpp>
 #include <ctspmd/rules/unbind.hpp>
@@ -63,15 +71,17 @@ struct rule_list {
 
 /// Every registered rule type, each once.
 using registered_rules =
-    rule_list<add_n, bmm, cast, concat, cross_entropy_with_softmax, det, dropout, dropout_grad, dynamic_einsum,
-              elementwise, elementwise_binary_grad, elementwise_unary_grad, embedding, expand_as, flatten,
-              frobenius_norm, full_like, fused_dropout_add, fused_dropout_add_grad, gelu_grad, layer_norm,
-              layer_norm_grad, matmul, pad, pow_grad, power, reduction_with<reduce_type::all>,
+    rule_list<adam, adamw, add_n, argmax, argmin, bmm, cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad,
+              default_data_parallel, det, dropout, dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad,
+              elementwise_unary_grad, embedding, expand_as, flatten, frobenius_norm, full_like, fused_dropout_add,
+              fused_dropout_add_grad, gather, gather_grad, gelu_grad, index_select, index_select_grad, layer_norm,
+              layer_norm_grad, logsumexp, matmul, moe_combine, moe_combine_grad, moe_gate_dispatch,
+              moe_gate_dispatch_grad, numel, one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
-              replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, slice, softmax, split, squeeze,
-              stack, strided_slice, swiglu, swiglu_grad, tile, tile_grad, transpose, triu, triu_grad, unbind,
-              unsqueeze, where, where_grad>;
+              replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, sgd, slice, softmax, split, squeeze,
+              stack, strided_slice, swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad,
+              unbind, unsqueeze, where, where_grad>;
 
 namespace detail {
 
@@ -129,6 +139,8 @@ constexpr registry_entry entry(std::string_view name) noexcept {
 inline constexpr std::array registry = {
     detail::entry<elementwise>("acos"),
     detail::entry<elementwise>("acosh"),
+    detail::entry<adam>("adam"),
+    detail::entry<adamw>("adamw"),
     detail::entry<elementwise>("add"),
     detail::entry<elementwise_binary_grad>("add_grad"),
     detail::entry<add_n>("add_n"),
@@ -136,6 +148,8 @@ inline constexpr std::array registry = {
     detail::entry<reduction_with<reduce_type::max>>("amax"),
     detail::entry<reduction_with<reduce_type::min>>("amin"),
     detail::entry<reduction_with<reduce_type::any>>("any"),
+    detail::entry<argmax>("argmax"),
+    detail::entry<argmin>("argmin"),
     detail::entry<elementwise>("asin"),
     detail::entry<elementwise>("asinh"),
     detail::entry<elementwise>("assign"),
@@ -158,6 +172,9 @@ inline constexpr std::array registry = {
     detail::entry<elementwise_unary_grad>("cos_grad"),
     detail::entry<elementwise>("cosh"),
     detail::entry<cross_entropy_with_softmax>("cross_entropy_with_softmax"),
+    detail::entry<cumsum>("cumsum"),
+    detail::entry<cumsum_grad>("cumsum_grad"),
+    detail::entry<default_data_parallel>("default_data_parallel"),
     detail::entry<det>("det"),
     detail::entry<elementwise>("digamma"),
     detail::entry<elementwise>("divide"),
@@ -189,6 +206,8 @@ inline constexpr std::array registry = {
     detail::entry<fused_dropout_add>("fused_dropout_add"),
     detail::entry<fused_dropout_add_grad>("fused_dropout_add_grad"),
     detail::entry<rms_norm>("fused_rms_norm"),
+    detail::entry<gather>("gather"),
+    detail::entry<gather_grad>("gather_grad"),
     detail::entry<elementwise>("gelu"),
     detail::entry<gelu_grad>("gelu_grad"),
     detail::entry<elementwise>("greater_equal"),
@@ -198,6 +217,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("hardswish"),
     detail::entry<elementwise>("hardtanh"),
     detail::entry<elementwise>("heaviside"),
+    detail::entry<index_select>("index_select"),
+    detail::entry<index_select_grad>("index_select_grad"),
     detail::entry<elementwise>("label_smooth"),
     detail::entry<layer_norm>("layer_norm"),
     detail::entry<layer_norm_grad>("layer_norm_grad"),
@@ -217,6 +238,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("logical_xor"),
     detail::entry<elementwise>("logit"),
     detail::entry<elementwise>("logsigmoid"),
+    detail::entry<logsumexp>("logsumexp"),
     detail::entry<embedding>("lookup_table_v2"),
     detail::entry<matmul>("matmul"),
     detail::entry<matmul>("matmul_v2"),
@@ -228,9 +250,16 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("minimum"),
     detail::entry<elementwise_binary_grad>("minimum_grad"),
     detail::entry<elementwise>("mish"),
+    detail::entry<moe_combine>("moe_combine"),
+    detail::entry<moe_combine_grad>("moe_combine_grad"),
+    detail::entry<moe_gate_dispatch>("moe_gate_dispatch"),
+    detail::entry<moe_gate_dispatch_grad>("moe_gate_dispatch_grad"),
     detail::entry<elementwise>("multiply"),
     detail::entry<elementwise_binary_grad>("multiply_grad"),
     detail::entry<elementwise>("not_equal"),
+    detail::entry<numel>("numel"),
+    detail::entry<one_hot>("one_hot"),
+    detail::entry<p_norm>("p_norm"),
     detail::entry<pad>("pad"),
     detail::entry<elementwise>("poisson"),
     detail::entry<power>("pow"),
@@ -252,6 +281,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise_unary_grad>("rsqrt_grad"),
     detail::entry<scale>("scale"),
     detail::entry<elementwise>("selu"),
+    detail::entry<sgd>("sgd"),
     detail::entry<elementwise>("sigmoid"),
     detail::entry<elementwise_unary_grad>("sigmoid_grad"),
     detail::entry<elementwise>("sign"),
@@ -291,6 +321,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("thresholded_relu"),
     detail::entry<tile>("tile"),
     detail::entry<tile_grad>("tile_grad"),
+    detail::entry<topk>("topk"),
+    detail::entry<topk_grad>("topk_grad"),
     detail::entry<transpose>("transpose"),
     detail::entry<transpose>("transpose2"),
     detail::entry<triu>("tril_triu"),
