@@ -1,9 +1,38 @@
-// Compile-time scaling: the GPT plans of examples/gpt with LAYERS layers, verified during
-// compilation (bench/compile_scaling.sh compiles this file for several LAYERS and reports
-// seconds and peak compiler memory). INDUCTION=0 runs every layer instead of verifying the
-// repeated block once.
+// Compile-time scaling (bench/compile_scaling.sh compiles this file for several sizes and
+// reports seconds and peak compiler memory):
+// - the GPT plans of examples/gpt with LAYERS layers, verified during compilation; INDUCTION=0
+//   runs every layer instead of verifying the repeated block once;
+// - with FLAT_OPS=N instead, a flat plan of N operators: N/4 Megatron MLP blocks written out,
+//   each with its own weights (column-parallel matmul, gelu, row-parallel matmul, residual add).
 #include "../examples/gpt/gpt_plan.hpp"
 
+using ctspmd::model::collective;
+
+#ifdef FLAT_OPS
+constexpr std::size_t blocks = FLAT_OPS / 4;
+constexpr auto flat_plan() {
+  using namespace ctspmd;
+  model::plan<6 * blocks + 1, 4 * blocks> p(gpt::mesh);
+  const tensor_shape act{gpt::batch, gpt::seq, gpt::hidden}, wide{gpt::batch, gpt::seq, gpt::ffn};
+  auto x = p.tensor("x", act, {0, -1, -1}, gpt::fp16);
+  for (std::size_t i = 0; i < blocks; ++i) {
+    auto w_up = p.tensor("w_up", {gpt::hidden, gpt::ffn}, {-1, 1}, gpt::fp16);  // column parallel
+    auto up = p.tensor("up", wide, gpt::fp16);
+    p.op<"matmul">({x, w_up}, {up});
+    auto act_up = p.tensor("up.gelu", wide, gpt::fp16);
+    p.op<"gelu">({up}, {act_up});
+    auto w_down = p.tensor("w_down", {gpt::ffn, gpt::hidden}, {1, -1}, gpt::fp16);  // row parallel
+    auto down = p.tensor("down", act, gpt::fp16);
+    p.op<"matmul">({act_up, w_down}, {down});  // partial over mp
+    auto y = p.tensor("y", act, gpt::fp16);
+    p.op<"add">({x, down}, {y});  // all-reduces down
+    x = y;
+  }
+  return p;
+}
+constexpr auto flat = ctspmd::model::verified<flat_plan>();
+static_assert(flat.count() == blocks && flat.count(collective::all_reduce) == blocks);
+#else
 #ifndef LAYERS
 #define LAYERS 12
 #endif
@@ -11,12 +40,12 @@
 #define INDUCTION 1
 #endif
 
-using ctspmd::model::collective;
 constexpr ctspmd::model::propagate_options options{INDUCTION != 0};
 constexpr auto tp = ctspmd::model::verified<gpt::make_plan<LAYERS>, options>();
 static_assert(tp.count_in_block(0) == 2 * LAYERS && tp.count_in_block(0, collective::all_reduce) == 2 * LAYERS);
 constexpr auto sp = ctspmd::model::verified<gpt::make_plan<LAYERS, gpt::variant::sequence_parallel>, options>();
 static_assert(sp.count_in_block(0, collective::all_gather) == 2 * LAYERS &&
               sp.count_in_block(0, collective::reduce_scatter) == 2 * LAYERS && sp.count_in_block(0) == 4 * LAYERS);
+#endif
 
 int main() {}
