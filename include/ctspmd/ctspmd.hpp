@@ -29,6 +29,7 @@
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/matmul_grad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>

@@ -29,6 +29,7 @@
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/matmul_grad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>
@@ -48,7 +49,7 @@ struct rule_list {
 /// Every registered rule type, each once.
 using registered_rules =
     rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flatten,
-              frobenius_norm, full_like, layer_norm, matmul, reduction_with<reduce_type::all>,
+              frobenius_norm, full_like, layer_norm, matmul, matmul_grad, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
               replicated, reshape, softmax, split, stack, transpose>;
@@ -183,6 +184,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("logsigmoid"),
     detail::entry<embedding>("lookup_table_v2"),
     detail::entry<matmul>("matmul"),
+    detail::entry<matmul_grad>("matmul_grad"),
     detail::entry<matmul>("matmul_v2"),
     detail::entry<reduction_with<reduce_type::max>>("max"),
     detail::entry<elementwise>("maximum"),
