@@ -27,6 +27,7 @@
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
 #include <ctspmd/rules/matmul_grad.hpp>

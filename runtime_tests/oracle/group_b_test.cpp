@@ -66,3 +66,113 @@ TEST_CASE("oracle: matmul_grad") {
   }
   st.report();
 }
+
+namespace {
+
+/// A 0-d tensor and its spec: an absent optional input.
+ctspmd::dist_tensor_spec absent_spec(const process_mesh& mesh) { return {{}, {mesh, ctspmd::dims_mapping{}}}; }
+
+/// Flash attention's operands: q [b, s, h, d], k [b, t, hk, d], v [b, t, hk, e], a mask
+/// [b|1, h|1, s, t]; `gqa` makes h twice hk. Layouts for q, k, v and the mask; the sizes are
+/// chosen from them.
+struct attention_shapes {
+  shape_t q, k, v, mask;
+};
+attention_shapes attention_sizes(const process_mesh& mesh, const std::vector<layout>& ls, bool gqa, rng& g) {
+  auto sizes = label_sizes(mesh, {"asce", "atce", "atcf", "acst"}, ls, g, /*allow_one=*/false);
+  // a GQA group of two q heads: q's heads split as the kv heads do
+  attention_shapes s{shape_of("asce", sizes), shape_of("atce", sizes), shape_of("atcf", sizes), shape_of("acst", sizes)};
+  if (gqa) s.q[2] *= 2;
+  s.mask[1] = s.q[2];
+  if (g.one_in(3)) s.mask[0] = 1;
+  if (g.one_in(2)) s.mask[1] = 1;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("oracle: flash_attention") {
+  rule_stats st{"flash_attention"};
+  rng g(0x666c617368ULL);
+  using rule = ctspmd::rules::flash_attention;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (int variant = 0; variant < 8; ++variant) {
+      const bool gqa = (variant & 1) != 0, with_mask = (variant & 2) != 0, causal = (variant & 4) != 0;
+      const std::string what = "flash_attention " + mesh_string(mesh) + " gqa " + std::to_string(gqa) + " mask " +
+                               std::to_string(with_mask) + " causal " + std::to_string(causal);
+      const mesh_kernel kernel = per_device([causal](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+        const auto r = ops::attention(in[0], in[1], in[2], in[4], causal);
+        return std::vector<tensor>{r.out, r.softmax, r.lse, tensor({2})};
+      });
+      for (const auto& ls : layouts(mesh.ndim(), {4, 4, 4, 4}, {reduce_type::sum}, 12, g)) {
+        auto s = attention_sizes(mesh, ls, gqa, g);
+        std::vector<layout> given = {even_only(ls[0], s.q, mesh), even_only(ls[1], s.k, mesh), even_only(ls[2], s.v, mesh),
+                                     even_only(ls[3], s.mask, mesh)};
+        const tensor qv = random_tensor(s.q, g), kv = random_tensor(s.k, g), vv = random_tensor(s.v, g);
+        const tensor mv = with_mask ? random_tensor(s.mask, g) : tensor(shape_t{});
+        op_case c{{qv, kv, vv, tensor(shape_t{}), mv}, {}, kernel, what};
+        const auto want = ops::attention(qv, kv, vv, mv, causal);
+        c.expected = {want.out, want.softmax, want.lse, std::nullopt};
+        auto in = make_specs(mesh, {s.q, s.k, s.v}, {given[0], given[1], given[2]});
+        in.push_back(absent_spec(mesh));
+        in.push_back(with_mask ? make_specs(mesh, {s.mask}, {given[3]})[0] : absent_spec(mesh));
+        check_forward<rule>(st, in, {0.0, causal, true, false, ""}, c, g);
+      }
+      for (const auto& ls : layouts(mesh.ndim(), {4, 4, 3}, {}, 8, g)) {
+        const auto s = attention_sizes(mesh, {replicated_layout(4), replicated_layout(4), replicated_layout(4), replicated_layout(4)}, gqa, g);
+        const tensor qv = random_tensor(s.q, g), kv = random_tensor(s.k, g), vv = random_tensor(s.v, g);
+        const tensor mv = with_mask ? random_tensor(s.mask, g) : tensor(shape_t{});
+        op_case c{{qv, kv, vv, tensor(shape_t{}), mv}, {}, kernel, what};
+        const auto want = ops::attention(qv, kv, vv, mv, causal);
+        c.expected = {want.out, want.softmax, want.lse, std::nullopt};
+        auto in = replicated_specs(mesh, {s.q, s.k, s.v});
+        in.push_back(absent_spec(mesh));
+        in.push_back(with_mask ? replicated_specs(mesh, {s.mask})[0] : absent_spec(mesh));
+        auto out = make_specs(mesh, {want.out.shape, want.softmax.shape, want.lse.shape},
+                              {even_only(ls[0], want.out.shape, mesh), even_only(ls[1], want.softmax.shape, mesh),
+                               even_only(ls[2], want.lse.shape, mesh)});
+        out.push_back(replicated_specs(mesh, {{2}})[0]);
+        check_backward<rule>(st, in, out, {0.0, causal, true, false, ""}, c, g);
+      }
+    }
+  }
+  st.report();
+}
+
+TEST_CASE("oracle: flash_attention_grad") {
+  rule_stats st{"flash_attention_grad"};
+  rng g(0x666c61736867ULL);
+  using rule = ctspmd::rules::flash_attention_grad;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (int variant = 0; variant < 8; ++variant) {
+      const bool gqa = (variant & 1) != 0, with_mask = (variant & 2) != 0, causal = (variant & 4) != 0;
+      const std::string what = "flash_attention_grad " + mesh_string(mesh) + " gqa " + std::to_string(gqa) + " mask " +
+                               std::to_string(with_mask) + " causal " + std::to_string(causal);
+      // inputs: q, k, v, out, softmax_lse, seed_offset, attn_mask, out_grad
+      const mesh_kernel kernel = per_device([causal](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+        const auto r = ops::attention_grad(in[0], in[1], in[2], in[6], in[7], causal);
+        return std::vector<tensor>{r.dq, r.dk, r.dv};
+      });
+      for (const auto& ls : layouts(mesh.ndim(), {4, 4, 4, 4, 3, 4, 4}, {reduce_type::sum}, 12, g)) {
+        // q, k, v, mask, lse, out, out_grad: out and out_grad share q's labels with v's head dim
+        auto s = attention_sizes(mesh, {ls[0], ls[1], ls[2], ls[5]}, gqa, g);
+        const tensor qv = random_tensor(s.q, g), kv = random_tensor(s.k, g), vv = random_tensor(s.v, g);
+        const tensor mv = with_mask ? random_tensor(s.mask, g) : tensor(shape_t{});
+        const auto fwd = ops::attention(qv, kv, vv, mv, causal);
+        const tensor dout = random_tensor(fwd.out.shape, g);
+        op_case c{{qv, kv, vv, fwd.out, fwd.lse, tensor({2}), mv, dout}, {}, kernel, what};
+        const auto want = ops::attention_grad(qv, kv, vv, mv, dout, causal);
+        c.expected = {want.dq, want.dk, want.dv};
+        std::vector<shape_t> shapes = {s.q, s.k, s.v, fwd.out.shape, fwd.lse.shape, {2}, s.mask, dout.shape};
+        std::vector<layout> given = {ls[0], ls[1], ls[2], ls[3], ls[4], replicated_layout(1), ls[5], ls[6]};
+        for (std::size_t i = 0; i < given.size(); ++i) given[i] = even_only(given[i], shapes[i], mesh);
+        auto in = make_specs(mesh, shapes, given);
+        if (!with_mask) in[6] = absent_spec(mesh);
+        check_forward<rule>(st, in, {0.0, causal}, c, g);
+      }
+    }
+  }
+  st.report();
+}

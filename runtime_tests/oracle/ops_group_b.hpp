@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,103 @@ inline two_grads matmul_grad(const tensor& x, const tensor& y, const tensor& g, 
   if (y.rank() == 1) db.shape = y.shape;
   else if (trans_y) db = swap_last_two(db);
   return {da, db};
+}
+
+struct attention_result {
+  tensor out, softmax, lse;
+};
+
+/// Index of `i` into a dim of size `n` that broadcasts (size 1) or not.
+inline std::int64_t bidx(std::int64_t i, std::int64_t n) { return n == 1 ? 0 : i; }
+
+/// The attention scores s[b, h, i, j] = q[b, i, h] . k[b, j, h / group] / sqrt(d) + mask[b, h, i, j]
+/// (the mask's size-1 dims broadcast; a 0-d mask is none), -inf where `causal` hides key j > i.
+inline tensor attention_scores(const tensor& q, const tensor& k, const tensor& mask, bool causal) {
+  if (q.rank() != 4 || k.rank() != 4) throw oracle_error("attention: q and k must be 4-D");
+  const auto B = q.shape[0], S = q.shape[1], H = q.shape[2], D = q.shape[3], T = k.shape[1], HK = k.shape[2];
+  if (k.shape[0] != B || k.shape[3] != D || HK == 0 || H % HK != 0)
+    throw oracle_error("attention: q " + shape_string(q.shape) + " and k " + shape_string(k.shape) + " do not match");
+  const bool has_mask = mask.rank() == 4;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  tensor s({B, H, S, T});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < S; ++i)
+        for (std::int64_t j = 0; j < T; ++j) {
+          double acc = 0;
+          for (std::int64_t e = 0; e < D; ++e) acc += q[{b, i, h, e}] * k[{b, j, h / (H / HK), e}];
+          acc *= scale;
+          if (has_mask)
+            acc += mask[{bidx(b, mask.shape[0]), bidx(h, mask.shape[1]), bidx(i, mask.shape[2]), bidx(j, mask.shape[3])}];
+          if (causal && j > i) acc = -std::numeric_limits<double>::infinity();
+          s[{b, h, i, j}] = acc;
+        }
+  return s;
+}
+
+/// Flash attention: out [b, sq, h, dv], softmax [b, h, sq, skv], softmax_lse [b, h, sq].
+inline attention_result attention(const tensor& q, const tensor& k, const tensor& v, const tensor& mask, bool causal) {
+  const tensor s = attention_scores(q, k, mask, causal);
+  if (v.rank() != 4) throw oracle_error("attention: v must be 4-D");
+  const auto B = s.shape[0], H = s.shape[1], S = s.shape[2], T = s.shape[3], HK = v.shape[2], DV = v.shape[3];
+  if (v.shape[0] != B || v.shape[1] != T || H % HK != 0) throw oracle_error("attention: v does not match");
+  attention_result r{tensor({B, S, H, DV}), tensor(s.shape), tensor({B, H, S})};
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < S; ++i) {
+        double mx = -std::numeric_limits<double>::infinity();
+        for (std::int64_t j = 0; j < T; ++j) mx = std::max(mx, s[{b, h, i, j}]);
+        double sum = 0;
+        for (std::int64_t j = 0; j < T; ++j) sum += std::exp(s[{b, h, i, j}] - mx);
+        r.lse[{b, h, i}] = mx + std::log(sum);
+        for (std::int64_t j = 0; j < T; ++j) {
+          const double p = std::exp(s[{b, h, i, j}] - mx) / sum;
+          r.softmax[{b, h, i, j}] = p;
+          for (std::int64_t e = 0; e < DV; ++e) r.out[{b, i, h, e}] += p * v[{b, j, h / (H / HK), e}];
+        }
+      }
+  return r;
+}
+
+struct attention_grads {
+  tensor dq, dk, dv;
+};
+
+/// The gradients of `attention` for out_grad `dout` (a kv head's gradients sum over its group).
+inline attention_grads attention_grad(const tensor& q, const tensor& k, const tensor& v, const tensor& mask,
+                                      const tensor& dout, bool causal) {
+  const auto a = attention(q, k, v, mask, causal);
+  const auto B = q.shape[0], S = q.shape[1], H = q.shape[2], D = q.shape[3], T = k.shape[1], HK = k.shape[2],
+             DV = v.shape[3];
+  if (dout.shape != a.out.shape) throw oracle_error("attention_grad: out_grad of shape " + shape_string(dout.shape));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  attention_grads g{tensor(q.shape), tensor(k.shape), tensor(v.shape)};
+  std::vector<double> dp(static_cast<std::size_t>(T));
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::int64_t hk = h / (H / HK);
+      for (std::int64_t i = 0; i < S; ++i) {
+        double row = 0;
+        for (std::int64_t j = 0; j < T; ++j) {
+          const double p = a.softmax[{b, h, i, j}];
+          double acc = 0;
+          for (std::int64_t e = 0; e < DV; ++e) {
+            acc += dout[{b, i, h, e}] * v[{b, j, hk, e}];
+            g.dv[{b, j, hk, e}] += p * dout[{b, i, h, e}];
+          }
+          dp[static_cast<std::size_t>(j)] = acc;
+          row += p * acc;
+        }
+        for (std::int64_t j = 0; j < T; ++j) {
+          const double ds = a.softmax[{b, h, i, j}] * (dp[static_cast<std::size_t>(j)] - row) * scale;
+          for (std::int64_t e = 0; e < D; ++e) {
+            g.dq[{b, i, h, e}] += ds * k[{b, j, hk, e}];
+            g.dk[{b, j, hk, e}] += ds * q[{b, i, h, e}];
+          }
+        }
+      }
+    }
+  return g;
 }
 
 }  // namespace ctspmd_oracle::ops

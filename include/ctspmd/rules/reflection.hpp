@@ -20,6 +20,8 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::elementwise_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::cast_attributes, dtype);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::full_like_attributes, value, dtype);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::embedding_attributes, padding_idx, sparse);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flash_attention_attributes, dropout, causal, return_softmax, is_test, rng_name);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flash_attention_grad_attributes, dropout, causal);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::layer_norm_attributes, begin_norm_axis, epsilon);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::matmul_attributes, trans_x, trans_y);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::basic_reduction_attributes<ctspmd::reduce_type::sum>, axis, keep_dim, reduce);

@@ -27,6 +27,7 @@
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
 #include <ctspmd/rules/matmul_grad.hpp>
@@ -48,7 +49,7 @@ struct rule_list {
 
 /// Every registered rule type, each once.
 using registered_rules =
-    rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flatten,
+    rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flash_attention, flash_attention_grad, flatten,
               frobenius_norm, full_like, layer_norm, matmul, matmul_grad, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
@@ -150,6 +151,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("expm1"),
     detail::entry<elementwise>("exponential_"),
     detail::entry<elementwise>("fill"),
+    detail::entry<flash_attention>("flash_attention"),
+    detail::entry<flash_attention_grad>("flash_attention_grad"),
     detail::entry<flatten>("flatten"),
     detail::entry<elementwise>("floor"),
     detail::entry<elementwise>("floor_divide"),
