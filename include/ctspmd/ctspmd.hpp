@@ -21,13 +21,16 @@
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
 #include <ctspmd/rules/bmm.hpp>
+#include <ctspmd/rules/c_embedding.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/dim_trans.hpp>
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/embedding_grad.hpp>
 #include <ctspmd/rules/flash_attention.hpp>
+#include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
 #include <ctspmd/rules/matmul_grad.hpp>

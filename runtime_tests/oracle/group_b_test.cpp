@@ -176,3 +176,148 @@ TEST_CASE("oracle: flash_attention_grad") {
   }
   st.report();
 }
+
+namespace {
+
+/// Ids in [0, rows), the padding row among them now and then.
+tensor ids_in(const shape_t& s, std::int64_t rows, std::int64_t padding_idx, rng& g) {
+  tensor t(s);
+  for (auto& v : t.data)
+    v = static_cast<double>(padding_idx >= 0 && g.one_in(4) ? padding_idx : g.uniform(0, rows - 1));
+  return t;
+}
+
+/// The first row a device holds of a table whose rows (dim 0 of `attr`) may be sharded; -1 when
+/// they are not.
+std::int64_t row_offset(const ctspmd::tensor_dist_attr& attr, const shape_t& c, std::int64_t local_rows) {
+  const auto block = block_on(attr, 0, c);
+  return block.count == 1 ? -1 : block.index * local_rows;
+}
+
+}  // namespace
+
+TEST_CASE("oracle: c_embedding") {
+  rule_stats st{"c_embedding"};
+  rng g(0x63656d62ULL);
+  using rule = ctspmd::rules::c_embedding;
+  const mesh_kernel kernel = per_device([](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
+    return std::vector<tensor>{ops::embedding(in[1], in[0], -1, row_offset(info.inputs[0], c, in[0].shape[0]))};
+  });
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    const std::string what = "c_embedding " + mesh_string(mesh);
+    for (std::size_t rx = 1; rx <= 3; ++rx) {
+      const std::string xl = std::string("abc").substr(0, rx);
+      for (const auto& ls : layouts(mesh.ndim(), {2, rx}, {reduce_type::sum}, 30, g)) {
+        const auto sizes = label_sizes(mesh, {"vh", xl}, ls, g);
+        const shape_t ws = shape_of("vh", sizes), xs = shape_of(xl, sizes);
+        op_case c{{random_tensor(ws, g), ids_in(xs, ws[0], -1, g)}, {}, kernel, what};
+        c.expected.emplace_back(ops::embedding(c.values[1], c.values[0], -1));
+        check_forward<rule>(st, make_specs(mesh, {ws, xs}, ls), {}, c, g);
+      }
+      for (const auto& ls : layouts(mesh.ndim(), {rx + 1}, {}, 12, g)) {
+        auto sizes = label_sizes(mesh, {xl + "h"}, ls, g);
+        sizes['v'] = g.uniform(2, 6);
+        const shape_t ws = shape_of("vh", sizes), xs = shape_of(xl, sizes);
+        op_case c{{random_tensor(ws, g), ids_in(xs, ws[0], -1, g)}, {}, kernel, what};
+        c.expected.emplace_back(ops::embedding(c.values[1], c.values[0], -1));
+        const auto os = c.expected[0]->shape;
+        check_backward<rule>(st, replicated_specs(mesh, {ws, xs}), make_specs(mesh, {os}, {even_only(ls[0], os, mesh)}), {},
+                             c, g);
+      }
+    }
+  }
+  st.report();
+}
+
+namespace {
+
+/// embedding_grad and c_embedding_grad: weight gradients from ids and out_grad, on layouts of
+/// x, the weight and out_grad. `weight_first`: c_embedding_grad's operand order.
+template <class Rule>
+void check_embedding_grad(rule_stats& st, bool weight_first, rng& g) {
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rx = 1; rx <= 3; ++rx)
+      for (int pad = 0; pad < (weight_first ? 1 : 2); ++pad) {
+        const std::int64_t padding_idx = pad == 1 ? 1 : -1;
+        const std::string what = std::string(Rule::name) + " " + mesh_string(mesh) + " padding_idx " + std::to_string(padding_idx);
+        const std::string xl = std::string("abc").substr(0, rx);
+        const std::size_t wi = weight_first ? 0 : 1, xi = 1 - wi;
+        const mesh_kernel kernel = per_device([=](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
+          const auto rows = in[wi].shape[0];
+          return std::vector<tensor>{ops::embedding_grad(in[xi], in[2], rows, padding_idx, row_offset(info.inputs[wi], c, rows))};
+        });
+        for (const auto& ls : layouts(mesh.ndim(), {rx, 2, rx + 1}, {reduce_type::sum}, 24, g)) {
+          // ls: x, weight, out_grad
+          auto sizes = label_sizes(mesh, {xl, "vh", xl + "h"}, ls, g);
+          if (sizes['v'] < 2) sizes['v'] = 2;
+          const shape_t xs = shape_of(xl, sizes), ws = shape_of("vh", sizes), gs = shape_of(xl + "h", sizes);
+          const tensor ids = ids_in(xs, ws[0], padding_idx, g), w = random_tensor(ws, g), og = random_tensor(gs, g);
+          op_case c{weight_first ? std::vector<tensor>{w, ids, og} : std::vector<tensor>{ids, w, og}, {}, kernel, what};
+          c.expected.emplace_back(ops::embedding_grad(ids, og, ws[0], padding_idx));
+          const std::vector<layout> given = {even_only(ls[0], xs, mesh), even_only(ls[1], ws, mesh), even_only(ls[2], gs, mesh)};
+          const auto in = weight_first ? make_specs(mesh, {ws, xs, gs}, {given[1], given[0], given[2]})
+                                       : make_specs(mesh, {xs, ws, gs}, given);
+          typename Rule::attributes attrs{};
+          if constexpr (requires { attrs.padding_idx; }) attrs.padding_idx = padding_idx;
+          check_forward<Rule>(st, in, attrs, c, g);
+        }
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("oracle: embedding_grad") {
+  rule_stats st{"embedding_grad"};
+  rng g(0x656d6267ULL);
+  check_embedding_grad<ctspmd::rules::embedding_grad>(st, false, g);
+  st.report();
+}
+
+TEST_CASE("oracle: c_embedding_grad") {
+  rule_stats st{"c_embedding_grad"};
+  rng g(0x63656d6267ULL);
+  check_embedding_grad<ctspmd::rules::c_embedding_grad>(st, true, g);
+  st.report();
+}
+
+TEST_CASE("oracle: fused_linear_param_grad_add") {
+  rule_stats st{"fused_linear_param_grad_add"};
+  rng g(0x666c706761ULL);
+  using rule = ctspmd::rules::fused_linear_param_grad_add;
+  const mesh_kernel kernel = per_device([](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+    const auto r = ops::linear_param_grad_add(in[0], in[1], in[2], in[3]);
+    return std::vector<tensor>{r.dx, r.dy};
+  });
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 2; rank <= 4; ++rank)
+      for (int acc = 0; acc < 2; ++acc) {
+        const std::string what = "fused_linear_param_grad_add " + mesh_string(mesh) + " rank " + std::to_string(rank) +
+                                 " accumulators " + std::to_string(acc);
+        const std::string lead = std::string("abc").substr(0, rank - 1);
+        for (const auto& ls : layouts(mesh.ndim(), {rank, rank, 2, 1}, {reduce_type::sum}, 24, g)) {
+          const auto sizes = label_sizes(mesh, {lead + "m", lead + "n", "mn", "n"}, ls, g);
+          const shape_t xs = shape_of(lead + "m", sizes), ds = shape_of(lead + "n", sizes), ws = shape_of("mn", sizes),
+                        bs = shape_of("n", sizes);
+          const tensor xv = random_tensor(xs, g), dv = random_tensor(ds, g);
+          const tensor wv = acc ? random_tensor(ws, g) : tensor(shape_t{}), bv = acc ? random_tensor(bs, g) : tensor(shape_t{});
+          op_case c{{xv, dv, wv, bv}, {}, kernel, what};
+          const auto want = ops::linear_param_grad_add(xv, dv, wv, bv);
+          c.expected = {want.dx, want.dy};
+          auto in = make_specs(mesh, {xs, ds}, {ls[0], ls[1]});
+          if (acc) {
+            const auto more = make_specs(mesh, {ws, bs}, {even_only(ls[2], ws, mesh), even_only(ls[3], bs, mesh)});
+            in.insert(in.end(), more.begin(), more.end());
+          } else {
+            in.push_back(absent_spec(mesh));
+            in.push_back(absent_spec(mesh));
+          }
+          check_forward<rule>(st, in, {}, c, g);
+        }
+      }
+  }
+  st.report();
+}

@@ -154,6 +154,45 @@ inline attention_grads attention_grad(const tensor& q, const tensor& k, const te
   return g;
 }
 
+/// The weight gradient of an embedding lookup: grad[r, :] = sum of out_grad[p, :] over the
+/// positions p whose id is r (`padding_idx`, unless -1, gets none). `row_offset` >= 0 computes
+/// the rows [row_offset, row_offset + rows) of a row-sharded table (ids outside them are another
+/// device's); the reference (row_offset < 0) rejects ids out of range.
+inline tensor embedding_grad(const tensor& ids, const tensor& out_grad, std::int64_t rows, std::int64_t padding_idx,
+                             std::int64_t row_offset = -1) {
+  if (out_grad.rank() != ids.rank() + 1) throw oracle_error("embedding_grad: out_grad's rank");
+  const auto cols = out_grad.shape.back();
+  tensor g({rows, cols});
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int64_t id = as_index(ids.data[i]);
+    if (id == padding_idx && padding_idx != -1) continue;
+    const std::int64_t r = row_offset < 0 ? id : id - row_offset;
+    if (r < 0 || r >= rows) {
+      if (row_offset < 0) throw oracle_error("embedding_grad: id " + std::to_string(id) + " out of range");
+      continue;
+    }
+    for (std::int64_t j = 0; j < cols; ++j) g.data[to_size(r * cols + j)] += out_grad.data[i * to_size(cols) + to_size(j)];
+  }
+  return g;
+}
+
+/// fused_linear_param_grad_add: dweight + xᵀ dout and dbias + dout, each summed over every
+/// leading dim (x [..., M], dout [..., N]); a 0-d dweight / dbias is none.
+inline two_grads linear_param_grad_add(const tensor& x, const tensor& dout, const tensor& dweight, const tensor& dbias) {
+  const auto m = x.shape.back(), n = dout.shape.back();
+  const auto rows = numel(x.shape) / m;
+  if (numel(dout.shape) / n != rows) throw oracle_error("linear_param_grad_add: x and dout rows differ");
+  two_grads r{dweight.rank() == 2 ? dweight : tensor({m, n}), dbias.rank() == 1 ? dbias : tensor({n})};
+  if (r.dx.shape != shape_t{m, n} || r.dy.shape != shape_t{n}) throw oracle_error("linear_param_grad_add: accumulators");
+  for (std::int64_t p = 0; p < rows; ++p)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double g = dout.data[to_size(p * n + j)];
+      r.dy.data[to_size(j)] += g;
+      for (std::int64_t i = 0; i < m; ++i) r.dx.data[to_size(i * n + j)] += x.data[to_size(p * m + i)] * g;
+    }
+  return r;
+}
+
 }  // namespace ctspmd_oracle::ops
 
 #endif

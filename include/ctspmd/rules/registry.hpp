@@ -22,12 +22,15 @@
 
 #include <ctspmd/core/fixed_string.hpp>
 #include <ctspmd/rules/bmm.hpp>
+#include <ctspmd/rules/c_embedding.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/embedding_grad.hpp>
 #include <ctspmd/rules/flash_attention.hpp>
+#include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/matmul.hpp>
 #include <ctspmd/rules/matmul_grad.hpp>
@@ -49,7 +52,7 @@ struct rule_list {
 
 /// Every registered rule type, each once.
 using registered_rules =
-    rule_list<bmm, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, flash_attention, flash_attention_grad, flatten,
+    rule_list<bmm, c_embedding, c_embedding_grad, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, embedding_grad, flash_attention, flash_attention_grad, flatten, fused_linear_param_grad_add,
               frobenius_norm, full_like, layer_norm, matmul, matmul_grad, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
@@ -128,6 +131,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("bitwise_or"),
     detail::entry<elementwise>("bitwise_xor"),
     detail::entry<bmm>("bmm"),
+    detail::entry<c_embedding>("c_embedding"),
+    detail::entry<c_embedding_grad>("c_embedding_grad"),
     detail::entry<cast>("cast"),
     detail::entry<elementwise>("ceil"),
     detail::entry<elementwise>("celu"),
@@ -144,6 +149,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("elementwise_pow"),
     detail::entry<elementwise>("elu"),
     detail::entry<embedding>("embedding"),
+    detail::entry<embedding_grad>("embedding_grad"),
     detail::entry<elementwise>("equal"),
     detail::entry<elementwise>("erf"),
     detail::entry<elementwise>("erfinv"),
@@ -160,6 +166,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("fmin"),
     detail::entry<frobenius_norm>("frobenius_norm"),
     detail::entry<full_like>("full_like"),
+    detail::entry<fused_linear_param_grad_add>("fused_linear_param_grad_add"),
     detail::entry<elementwise>("gelu"),
     detail::entry<elementwise>("greater_equal"),
     detail::entry<elementwise>("greater_than"),
