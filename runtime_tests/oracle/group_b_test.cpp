@@ -321,3 +321,111 @@ TEST_CASE("oracle: fused_linear_param_grad_add") {
   }
   st.report();
 }
+
+namespace {
+
+/// c_softmax_with_cross_entropy's kernel, with its collectives: the devices that hold the slices
+/// of one row (they differ only on the vocabulary's mesh dims) reduce the row's maximum, the sum
+/// of exponentials and the label's logit across the slices.
+mesh_kernel c_softmax_kernel(std::int64_t ignore_index) {
+  return [ignore_index](const ctspmd::spmd_info& info, const device_tensors& in) {
+    const auto& attr = info.inputs[0];
+    const auto& mesh = attr.process_mesh();
+    const std::size_t v = attr.rank() - 1;
+    const auto vocab = attr.mesh_dims_of(v);
+    const auto n = to_size(mesh.size());
+    // Each device's row-wise local max, sum of exp(x - local max), and label logit (or nan).
+    std::vector<std::vector<double>> mx(n), sum(n), picked(n);
+    const auto cols = in[0][0].shape.back();
+    const auto rows = to_size(numel(in[0][0].shape) / std::max<std::int64_t>(cols, 1));
+    for (std::size_t d = 0; d < n; ++d) {
+      const auto c = device_coords(mesh, to_int(d));
+      const auto offset = block_on(attr, v, c).index * cols;
+      for (std::size_t r = 0; r < rows; ++r) {
+        double m = -std::numeric_limits<double>::infinity(), s = 0, p = std::numeric_limits<double>::quiet_NaN();
+        for (std::int64_t j = 0; j < cols; ++j) m = std::max(m, in[d][0].data[r * to_size(cols) + to_size(j)]);
+        for (std::int64_t j = 0; j < cols; ++j) s += std::exp(in[d][0].data[r * to_size(cols) + to_size(j)] - m);
+        const std::int64_t l = ops::as_index(in[d][1].data[r]);
+        if (l >= offset && l < offset + cols) p = in[d][0].data[r * to_size(cols) + to_size(l - offset)];
+        mx[d].push_back(m);
+        sum[d].push_back(s);
+        picked[d].push_back(p);
+      }
+    }
+    device_tensors out;
+    for (std::size_t d = 0; d < n; ++d) {
+      const auto c = device_coords(mesh, to_int(d));
+      std::vector<std::size_t> group;  // the devices holding the other slices of these rows
+      for (std::size_t e = 0; e < n; ++e) {
+        const auto ce = device_coords(mesh, to_int(e));
+        bool same = true;
+        for (std::size_t m = 0; m < c.size(); ++m) {
+          bool is_vocab = false;
+          for (auto vm : vocab) is_vocab = is_vocab || to_size(vm) == m;
+          same = same && (is_vocab || c[m] == ce[m]);
+        }
+        if (same) group.push_back(e);
+      }
+      tensor sm(in[d][0].shape), loss(in[d][1].shape);
+      for (std::size_t r = 0; r < rows; ++r) {
+        double m = -std::numeric_limits<double>::infinity(), p = std::numeric_limits<double>::quiet_NaN();
+        for (auto e : group) m = std::max(m, mx[e][r]);
+        double s = 0;
+        for (auto e : group) {
+          s += sum[e][r] * std::exp(mx[e][r] - m);
+          if (!std::isnan(picked[e][r])) p = picked[e][r];
+        }
+        for (std::int64_t j = 0; j < cols; ++j)
+          sm.data[r * to_size(cols) + to_size(j)] = std::exp(in[d][0].data[r * to_size(cols) + to_size(j)] - m) / s;
+        const std::int64_t l = ops::as_index(in[d][1].data[r]);
+        loss.data[r] = l == ignore_index ? 0.0 : std::log(s) + m - p;
+      }
+      out.push_back({sm, loss});
+    }
+    return out;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("oracle: c_softmax_with_cross_entropy") {
+  rule_stats st{"c_softmax_with_cross_entropy"};
+  rng g(0x63736d6365ULL);
+  using rule = ctspmd::rules::c_softmax_with_cross_entropy;
+  const std::int64_t ignore = 1;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    const std::string what = "c_softmax_with_cross_entropy " + mesh_string(mesh);
+    for (std::size_t rank = 1; rank <= 3; ++rank) {
+      const std::string lead = std::string("ab").substr(0, rank - 1);
+      auto make_case = [&](const std::map<char, std::int64_t>& sizes) {
+        const shape_t xs = shape_of(lead + "k", sizes), ls = shape_of(lead + "1", sizes);
+        tensor label = ids_in(ls, xs.back(), -1, g);
+        for (auto& x : label.data)
+          if (g.one_in(6)) x = static_cast<double>(ignore);
+        op_case c{{random_tensor(xs, g), label}, {}, c_softmax_kernel(ignore), what};
+        const auto want = ops::cross_entropy(c.values[0], c.values[1], -1, false, true, ignore);
+        c.expected = {want.softmax_out, want.loss};
+        return c;
+      };
+      for (const auto& ls : layouts(mesh.ndim(), {rank, rank}, {reduce_type::sum}, 30, g)) {
+        auto sizes = label_sizes(mesh, {lead + "k", lead + "1"}, ls, g, false);
+        if (sizes['k'] < 2) sizes['k'] = 2;
+        const auto c = make_case(sizes);
+        std::vector<layout> given = {ls[0], even_only(ls[1], c.values[1].shape, mesh)};
+        check_forward<rule>(st, make_specs(mesh, {c.values[0].shape, c.values[1].shape}, given), {ignore, 0, 0, 1}, c, g);
+      }
+      for (const auto& ls : layouts(mesh.ndim(), {rank, rank}, {}, 12, g)) {
+        auto sizes = label_sizes(mesh, {lead + "k", lead + "1"}, ls, g, false);
+        if (sizes['k'] < 2) sizes['k'] = 2;
+        const auto c = make_case(sizes);
+        const auto& xs = c.values[0].shape;
+        const auto& lsh = c.values[1].shape;
+        check_backward<rule>(st, replicated_specs(mesh, {xs, lsh}),
+                             make_specs(mesh, {xs, lsh}, {even_only(ls[0], xs, mesh), even_only(ls[1], lsh, mesh)}),
+                             {ignore, 0, 0, 1}, c, g);
+      }
+    }
+  }
+  st.report();
+}

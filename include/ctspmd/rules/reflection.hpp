@@ -23,6 +23,7 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::embedding_attributes, padding_idx, sparse
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::embedding_grad_attributes, padding_idx, sparse);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::c_embedding_attributes, start_index, vocab_size);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::c_embedding_grad_attributes, start_index);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::c_softmax_with_cross_entropy_attributes, ignore_index, ring_id, rank, nranks);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flash_attention_attributes, dropout, causal, return_softmax, is_test, rng_name);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flash_attention_grad_attributes, dropout, causal);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::fused_linear_param_grad_add_attributes, multi_precision, has_bias);

@@ -23,6 +23,7 @@
 #include <ctspmd/core/fixed_string.hpp>
 #include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/c_embedding.hpp>
+#include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/einsum.hpp>
@@ -52,7 +53,7 @@ struct rule_list {
 
 /// Every registered rule type, each once.
 using registered_rules =
-    rule_list<bmm, c_embedding, c_embedding_grad, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, embedding_grad, flash_attention, flash_attention_grad, flatten, fused_linear_param_grad_add,
+    rule_list<bmm, c_embedding, c_embedding_grad, c_softmax_with_cross_entropy, cast, concat, cross_entropy_with_softmax, det, dynamic_einsum, elementwise, embedding, embedding_grad, flash_attention, flash_attention_grad, flatten, fused_linear_param_grad_add,
               frobenius_norm, full_like, layer_norm, matmul, matmul_grad, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
@@ -133,6 +134,7 @@ inline constexpr std::array registry = {
     detail::entry<bmm>("bmm"),
     detail::entry<c_embedding>("c_embedding"),
     detail::entry<c_embedding_grad>("c_embedding_grad"),
+    detail::entry<c_softmax_with_cross_entropy>("c_softmax_with_cross_entropy"),
     detail::entry<cast>("cast"),
     detail::entry<elementwise>("ceil"),
     detail::entry<elementwise>("celu"),
