@@ -88,7 +88,6 @@ struct matmul_grad : rule_base<matmul_grad, matmul_attributes> {
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& y = in[1];
-    const auto& g = in[2];
     const auto n = matmul::notation(x.ndim(), y.ndim());
     if (!n) return n.error();
     axes_string xl = n->inputs[0], yl = n->inputs[1];
@@ -112,7 +111,6 @@ struct matmul_grad : rule_base<matmul_grad, matmul_attributes> {
     for (std::size_t i = 0; i < 3; ++i) push(info.inputs, in[i].dist_attr(), size_one_unsharded{labels[i], in[i].shape()}, map);
     detail::push_grad(info.outputs, x.dist_attr(), labels[0], x.shape(), map);
     detail::push_grad(info.outputs, y.dist_attr(), labels[1], y.shape(), map);
-    (void)g;
     return {};
   }
 
