@@ -22,6 +22,8 @@
 #include <ctspmd/notation/einsum_notation.hpp>
 #include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
+#include <ctspmd/rules/c_embedding.hpp>
+#include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/cumsum.hpp>
@@ -32,13 +34,17 @@
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/elementwise_grad.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/embedding_grad.hpp>
 #include <ctspmd/rules/expand_as.hpp>
+#include <ctspmd/rules/flash_attention.hpp>
+#include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/rules/logsumexp.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/matmul_grad.hpp>
 #include <ctspmd/rules/moe.hpp>
 #include <ctspmd/rules/numel.hpp>
 #include <ctspmd/rules/optimizer.hpp>

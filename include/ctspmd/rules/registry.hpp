@@ -23,6 +23,8 @@
 #include <ctspmd/core/fixed_string.hpp>
 #include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
+#include <ctspmd/rules/c_embedding.hpp>
+#include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/cumsum.hpp>
@@ -32,12 +34,16 @@
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/elementwise_grad.hpp>
 #include <ctspmd/rules/embedding.hpp>
+#include <ctspmd/rules/embedding_grad.hpp>
 #include <ctspmd/rules/expand_as.hpp>
+#include <ctspmd/rules/flash_attention.hpp>
+#include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/rules/logsumexp.hpp>
 #include <ctspmd/rules/matmul.hpp>
+#include <ctspmd/rules/matmul_grad.hpp>
 #include <ctspmd/rules/moe.hpp>
 #include <ctspmd/rules/numel.hpp>
 #include <ctspmd/rules/optimizer.hpp>
@@ -71,17 +77,19 @@ struct rule_list {
 
 /// Every registered rule type, each once.
 using registered_rules =
-    rule_list<adam, adamw, add_n, argmax, argmin, bmm, cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad,
-              default_data_parallel, det, dropout, dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad,
-              elementwise_unary_grad, embedding, expand_as, flatten, frobenius_norm, full_like, fused_dropout_add,
-              fused_dropout_add_grad, gather, gather_grad, gelu_grad, index_select, index_select_grad, layer_norm,
-              layer_norm_grad, logsumexp, matmul, moe_combine, moe_combine_grad, moe_gate_dispatch,
-              moe_gate_dispatch_grad, numel, one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>,
-              reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
-              reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
-              replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, sgd, slice, softmax, split, squeeze,
-              stack, strided_slice, swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad,
-              unbind, unsqueeze, where, where_grad>;
+    rule_list<adam, adamw, add_n, argmax, argmin, bmm, c_embedding, c_embedding_grad, c_softmax_with_cross_entropy,
+              cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad, default_data_parallel, det, dropout,
+              dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad, elementwise_unary_grad, embedding,
+              embedding_grad, expand_as, flash_attention, flash_attention_grad, flatten, frobenius_norm, full_like,
+              fused_dropout_add, fused_dropout_add_grad, fused_linear_param_grad_add, gather, gather_grad, gelu_grad,
+              index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp, matmul, matmul_grad,
+              moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel, one_hot, p_norm, pad,
+              pow_grad, power, reduction_with<reduce_type::all>, reduction_with<reduce_type::any>,
+              reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>, reduction_with<reduce_type::min>,
+              reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>, replicated, reshape, reshape_grad,
+              rms_norm, rms_norm_grad, scale, sgd, slice, softmax, split, squeeze, stack, strided_slice, swiglu,
+              swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad, unbind, unsqueeze, where,
+              where_grad>;
 
 namespace detail {
 
@@ -162,6 +170,9 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("bitwise_or"),
     detail::entry<elementwise>("bitwise_xor"),
     detail::entry<bmm>("bmm"),
+    detail::entry<c_embedding>("c_embedding"),
+    detail::entry<c_embedding_grad>("c_embedding_grad"),
+    detail::entry<c_softmax_with_cross_entropy>("c_softmax_with_cross_entropy"),
     detail::entry<cast>("cast"),
     detail::entry<elementwise>("ceil"),
     detail::entry<elementwise>("celu"),
@@ -186,6 +197,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise_binary_grad>("elementwise_pow_grad"),
     detail::entry<elementwise>("elu"),
     detail::entry<embedding>("embedding"),
+    detail::entry<embedding_grad>("embedding_grad"),
     detail::entry<elementwise>("equal"),
     detail::entry<elementwise>("erf"),
     detail::entry<elementwise>("erfinv"),
@@ -195,6 +207,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("expm1"),
     detail::entry<elementwise>("exponential_"),
     detail::entry<elementwise>("fill"),
+    detail::entry<flash_attention>("flash_attention"),
+    detail::entry<flash_attention_grad>("flash_attention_grad"),
     detail::entry<flatten>("flatten"),
     detail::entry<reshape_grad>("flatten_grad"),
     detail::entry<elementwise>("floor"),
@@ -205,6 +219,7 @@ inline constexpr std::array registry = {
     detail::entry<full_like>("full_like"),
     detail::entry<fused_dropout_add>("fused_dropout_add"),
     detail::entry<fused_dropout_add_grad>("fused_dropout_add_grad"),
+    detail::entry<fused_linear_param_grad_add>("fused_linear_param_grad_add"),
     detail::entry<rms_norm>("fused_rms_norm"),
     detail::entry<gather>("gather"),
     detail::entry<gather_grad>("gather_grad"),
@@ -241,6 +256,7 @@ inline constexpr std::array registry = {
     detail::entry<logsumexp>("logsumexp"),
     detail::entry<embedding>("lookup_table_v2"),
     detail::entry<matmul>("matmul"),
+    detail::entry<matmul_grad>("matmul_grad"),
     detail::entry<matmul>("matmul_v2"),
     detail::entry<reduction_with<reduce_type::max>>("max"),
     detail::entry<elementwise>("maximum"),

@@ -1,0 +1,48 @@
+#include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using ctspmd::rules::c_softmax_with_cross_entropy;
+using ctspmd_test::co;
+using ctspmd_test::is;
+
+constexpr process_mesh m2({2, 4});
+constexpr process_mesh m3({2, 2, 2});
+
+// ==== forward: the vocabulary shard kept on logits and softmax; loss replicated on it =============
+constexpr dist_tensor_spec logits({8, 512, 50304}, {m2, {0, -1, 1}});
+constexpr dist_tensor_spec label({8, 512, 1}, {m2, {-1, -1, -1}});
+constexpr auto f = c_softmax_with_cross_entropy::infer_forward({logits, label});
+static_assert(f.inputs[0].dims_mapping() == dims_mapping{0, -1, 1} && f.inputs[1].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(f.outputs[0].dims_mapping() == dims_mapping{0, -1, 1} && f.outputs[1].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(!f.outputs[0].is_partial() && !f.outputs[1].is_partial());
+static_assert(c_softmax_with_cross_entropy::infer_forward({logits, label}, {}, semantics::phi) == f);
+// the label's sharding merges in; its size-1 last dim is never sharded
+constexpr auto l = c_softmax_with_cross_entropy::infer_forward({{{8, 512, 64}, {m2, {-1, -1, 1}}}, {{8, 512, 1}, {m2, {-1, 0, -1}}}});
+static_assert(l.inputs[0].dims_mapping() == dims_mapping{-1, 0, 1} && l.outputs[1].dims_mapping() == dims_mapping{-1, 0, -1});
+// phi: a co-shard from the two operands
+constexpr auto cs = c_softmax_with_cross_entropy::infer_forward({co(m3, {8, 64}, {{0}, {2}}), co(m3, {8, 1}, {{1}, {}})}, {},
+                                                                semantics::phi);
+static_assert(is(cs.inputs[0], {{0, 1}, {2}}) && is(cs.outputs[1], {{0, 1}, {}}));
+// partial inputs come back whole
+constexpr auto p = [] {
+  tensor_dist_attr a(m2, {-1, -1, 1});
+  a.set_partial_status({0});
+  return c_softmax_with_cross_entropy::infer_forward({{{8, 512, 64}, a}, label});
+}();
+static_assert(!p.inputs[0].is_partial() && p.outputs[0].dims_mapping() == dims_mapping{-1, -1, 1});
+
+// ==== backward: from softmax and loss ===========================================================
+constexpr auto b = c_softmax_with_cross_entropy::infer_backward(
+    {logits, label}, {{{8, 512, 50304}, {m2, {-1, -1, 1}}}, {{8, 512, 1}, {m2, {0, -1, -1}}}});
+static_assert(b.inputs[0].dims_mapping() == dims_mapping{0, -1, 1} && b.inputs[1].dims_mapping() == dims_mapping{0, -1, -1});
+static_assert(b.outputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+
+// ==== errors ========================================================================================
+static_assert(c_softmax_with_cross_entropy::try_infer_forward({logits, {{8, 512}, m2}}).kind() == error_kind::invalid_argument);
+static_assert(c_softmax_with_cross_entropy::try_infer_forward({logits, {{8, 512, 2}, m2}}).error().values[0] == 2);
+static_assert(c_softmax_with_cross_entropy::try_infer_forward({logits, {{8, 256, 1}, m2}}).error().values[1] == 256);
+static_assert(c_softmax_with_cross_entropy::try_infer_forward({{{}, m2}, {{}, m2}}).kind() == error_kind::invalid_argument);
+static_assert(c_softmax_with_cross_entropy::try_infer_backward({logits, label}, {logits, {{8, 512}, m2}}).kind() ==
+              error_kind::invalid_argument);

@@ -1,0 +1,100 @@
+#include <ctspmd/rules/flash_attention.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using ctspmd::rules::flash_attention;
+using ctspmd::rules::flash_attention_grad;
+using ctspmd_test::co;
+using ctspmd_test::is;
+
+constexpr process_mesh m23({2, 3});
+constexpr process_mesh m3({2, 2, 2});
+constexpr dist_tensor_spec none23({}, {m23, dims_mapping{}});
+constexpr dist_tensor_spec none3({}, {m3, dims_mapping{}});
+
+// ==== forward: Paddle's test_flash_attention_rule.py (mesh [2, 3]), both semantics ===============
+constexpr dist_tensor_spec q({2, 512, 64, 1024}, {m23, {0, -1, 1, -1}});
+constexpr dist_tensor_spec k({2, 1024, 64, 1024}, {m23, {0, -1, -1, -1}});
+constexpr dist_tensor_spec v({2, 1024, 64, 512}, {m23, {0, -1, -1, -1}});
+constexpr auto f = flash_attention::infer_forward({q, k, v, none23, none23});
+static_assert(f.inputs.size() == 5 && f.outputs.size() == 4);
+static_assert(f.inputs[0].dims_mapping() == dims_mapping{0, -1, 1, -1} && f.inputs[1].dims_mapping() == dims_mapping{0, -1, 1, -1} &&
+              f.inputs[2].dims_mapping() == dims_mapping{0, -1, 1, -1});
+static_assert(f.inputs[3].dims_mapping() == dims_mapping{} && f.inputs[4].dims_mapping() == dims_mapping{});
+static_assert(f.outputs[0].dims_mapping() == dims_mapping{0, -1, 1, -1} && f.outputs[1].dims_mapping() == dims_mapping{0, 1, -1, -1} &&
+              f.outputs[2].dims_mapping() == dims_mapping{0, 1, -1} && f.outputs[3].dims_mapping() == dims_mapping{-1});
+static_assert(flash_attention::infer_forward({q, k, v, none23, none23}, {}, semantics::phi) == f);
+static_assert(flash_attention::infer_forward({q, k, v}) .outputs == f.outputs);  // optional inputs left out
+// backward: Paddle's test_infer_backward: out and softmax_lse merged
+constexpr auto b = flash_attention::infer_backward(
+    {q, k, v, none23, none23},
+    {dist_tensor_spec({2, 512, 64, 512}, {m23, {0, -1, 1, -1}}), none23, dist_tensor_spec({2, 64, 512}, {m23, {0, 1, -1}}),
+     dist_tensor_spec({2}, {m23, {-1}})});
+static_assert(b.inputs[0].dims_mapping() == dims_mapping{0, -1, 1, -1} && b.inputs[2].dims_mapping() == dims_mapping{0, -1, 1, -1});
+static_assert(b.outputs[0].dims_mapping() == dims_mapping{0, -1, 1, -1} && b.outputs[2].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(b.outputs[1].dims_mapping() == dims_mapping{});
+
+// sequences and head dims never sharded; a mask's size-1 heads dim never sharded
+constexpr auto seq = flash_attention::infer_forward(
+    {co(m3, {4, 16, 8, 32}, {{}, {0}, {1}, {2}}), co(m3, {4, 16, 8, 32}, {{}, {}, {}, {}}), co(m3, {4, 16, 8, 32}, {{0}, {}, {}, {}}),
+     none3, co(m3, {4, 1, 16, 16}, {{}, {}, {2}, {}})});
+static_assert(is(seq.inputs[0], {{0}, {}, {1}, {}}) && is(seq.inputs[2], {{0}, {}, {1}, {}}) && is(seq.inputs[4], {{0}, {}, {}, {}}));
+static_assert(is(seq.outputs[1], {{0}, {1}, {}, {}}));
+// phi: q and k shard the batch by different mesh dims: a co-shard
+constexpr auto cs = flash_attention::infer_forward(
+    {co(m3, {4, 16, 8, 32}, {{0}, {}, {}, {}}), co(m3, {4, 16, 8, 32}, {{1}, {}, {}, {}}), co(m3, {4, 16, 8, 32}, {{}, {}, {2}, {}})},
+    {}, semantics::phi);
+static_assert(is(cs.inputs[0], {{0, 1}, {}, {2}, {}}) && is(cs.outputs[2], {{0, 1}, {2}, {}}));
+// fluid: two mesh dims on one axis conflict
+static_assert(flash_attention::try_infer_forward(
+    {co(m3, {4, 16, 8, 32}, {{0}, {}, {}, {}}), co(m3, {4, 16, 8, 32}, {{1}, {}, {}, {}}), co(m3, {4, 16, 8, 32}, {{}, {}, {}, {}})})
+                  .kind() == error_kind::unimplemented);
+// GQA: 8 query heads, 2 kv heads: the heads split by 2 (mesh dim 0) but not by 4 (mesh dims 0, 1)
+constexpr auto gqa = flash_attention::infer_forward(
+    {co(m3, {4, 16, 8, 32}, {{}, {}, {0, 1}, {}}), co(m3, {4, 16, 2, 32}, {{}, {}, {}, {}}), co(m3, {4, 16, 2, 32}, {{}, {}, {}, {}})},
+    {}, semantics::phi);
+static_assert(is(gqa.inputs[0], {{}, {}, {0}, {}}) && is(gqa.inputs[1], {{}, {}, {0}, {}}));
+constexpr auto gqa_fluid = flash_attention::infer_forward(
+    {co(m3, {4, 16, 8, 32}, {{}, {}, {0, 1}, {}}), co(m3, {4, 16, 2, 32}, {{}, {}, {}, {}}), co(m3, {4, 16, 2, 32}, {{}, {}, {}, {}})});
+static_assert(is(gqa_fluid.inputs[0], {{}, {}, {}, {}}));
+// partial inputs come back whole
+constexpr auto part = [] {
+  tensor_dist_attr a(m3, {-1, -1, -1, -1});
+  a.set_partial_status({0});
+  const dist_tensor_spec p({4, 16, 8, 32}, a);
+  return flash_attention::infer_forward({p, p, p});
+}();
+static_assert(!part.inputs[0].is_partial() && !part.outputs[0].is_partial());
+
+// ==== flash_attention_grad ==========================================================================
+constexpr dist_tensor_spec gq({4, 16, 8, 32}, {m3, {0, 1, -1, -1}});
+constexpr dist_tensor_spec gk({4, 16, 8, 32}, {m3, {-1, -1, 2, -1}});
+constexpr dist_tensor_spec gout({4, 16, 8, 32}, {m3, {-1, -1, -1, 1}});
+constexpr dist_tensor_spec glse({4, 8, 16}, {m3, {-1, -1, 1}});
+constexpr dist_tensor_spec gseed({2}, {m3, {0}});
+constexpr auto g = flash_attention_grad::infer_forward({gq, gk, gk, gout, glse, gseed, none3, gout});
+static_assert(g.inputs.size() == 8 && g.outputs.size() == 3);
+static_assert(g.inputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1} && g.inputs[3].dims_mapping() == dims_mapping{0, -1, 2, -1});
+static_assert(g.inputs[4].dims_mapping() == dims_mapping{0, 2, -1} && g.inputs[5].dims_mapping() == dims_mapping{-1});
+static_assert(g.inputs[6].dims_mapping() == dims_mapping{});
+static_assert(g.outputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1} && g.outputs[2].dims_mapping() == dims_mapping{0, -1, 2, -1});
+static_assert(!g.outputs[1].is_partial());
+static_assert(flash_attention_grad::try_infer_backward({gq, gk, gk, gout, glse, gseed, none3, gout}, {gq, gk, gk}).kind() ==
+              error_kind::unimplemented);
+
+// ==== errors ========================================================================================
+constexpr dist_tensor_spec q4({4, 16, 8, 32}, m3), k4({4, 16, 8, 32}, m3);
+static_assert(flash_attention::try_infer_forward({dist_tensor_spec({4, 16, 8}, m3), k4, k4}).error().values[0] == 3);
+static_assert(flash_attention::try_infer_forward({q4, dist_tensor_spec({2, 16, 8, 32}, m3), k4}).kind() == error_kind::invalid_argument);
+static_assert(flash_attention::try_infer_forward({q4, dist_tensor_spec({4, 16, 3, 32}, m3), dist_tensor_spec({4, 16, 3, 32}, m3)}).error().values[1] == 3);
+static_assert(flash_attention::try_infer_forward({q4, dist_tensor_spec({4, 16, 8, 16}, m3), k4}).kind() == error_kind::invalid_argument);
+static_assert(flash_attention::try_infer_forward({q4, k4, dist_tensor_spec({4, 12, 8, 32}, m3)}).kind() == error_kind::invalid_argument);
+static_assert(flash_attention::try_infer_forward({q4, k4, dist_tensor_spec({4, 16, 4, 32}, m3)}).kind() == error_kind::invalid_argument);
+static_assert(flash_attention::try_infer_forward({q4, k4, k4, none3, dist_tensor_spec({4, 8, 16}, m3)}).kind() == error_kind::invalid_argument);
+static_assert(flash_attention::try_infer_forward({q4, k4, k4, none3, dist_tensor_spec({4, 8, 16, 15}, m3)}).error().values[2] == 16);
+static_assert(flash_attention::try_infer_forward({q4, k4, k4, dist_tensor_spec({2, 1}, m3)}).kind() == error_kind::invalid_argument);
+static_assert(flash_attention_grad::try_infer_forward({q4, k4, k4, q4, dist_tensor_spec({4, 8}, m3), gseed, none3, q4}).kind() ==
+              error_kind::invalid_argument);
+static_assert(flash_attention_grad::try_infer_forward({q4, k4, k4, q4, glse, gseed, none3, dist_tensor_spec({4, 16, 8, 31}, m3)})
+                  .error().values[1] == 31);
