@@ -926,6 +926,38 @@ std::optional<std::string> to_request(const raw_call& call, FuzzedDataProvider& 
   return request.dump();
 }
 
+/// The language a request writes its layouts in, if any.
+std::optional<ctspmd::sharding_language> language_of(const json& request) {
+  for (const char* key : {"inputs", "outputs"}) {
+    if (!request.contains(key)) continue;
+    for (const auto& o : request.at(key)) {
+      if (o.contains("placements")) return ctspmd::sharding_language::placements;
+      if (o.contains("partition_spec")) return ctspmd::sharding_language::partition_spec;
+      if (o.contains("sdy")) return ctspmd::sharding_language::sdy;
+    }
+  }
+  return std::nullopt;
+}
+
+/// `attrs` as `language` says them: a text cannot place a size-1 mesh dim within a co-shard
+/// list (where it changes nothing), so it reads back at its earliest place; partial status is
+/// kept as is (the response carries it beside the text where the language cannot say it).
+ctspmd::dist_attrs as_said_in(ctspmd::sharding_language language, const ctspmd::named_mesh& mesh,
+                              const ctspmd::dist_attrs& attrs) {
+  ctspmd::dist_attrs out;
+  for (const auto& a : attrs) {
+    const auto text = ctspmd::try_to_text(language, mesh, a, ctspmd::partial_policy::omit, "mesh");
+    if (!text) fail("a layout the runtime API gives has no text: " + ctspmd::to_string(text.error()), current_call);
+    auto back = ctspmd::try_from_text(language, mesh, text->view(), a.rank());
+    if (!back) fail("a printed layout does not read back: " + ctspmd::to_string(back.error()), current_call);
+    ctspmd::tensor_dist_attr said = *back;
+    said.clean_partial_status();
+    for (const auto m : a.partial_dims()) said.set_partial_status({m}, a.partial_reduce_type(m));
+    out.push_back(said);
+  }
+  return out;
+}
+
 void compare_with_tool(const raw_call& call, const direct_outcome& direct, FuzzedDataProvider& fdp) {
   bool mutated = false;
   const auto line = to_request(call, fdp, mutated);
@@ -950,8 +982,13 @@ void compare_with_tool(const raw_call& call, const direct_outcome& direct, Fuzze
     return;
   }
   if (!r.ok) fail("the tool rejects a call the runtime API accepts", *line + "\n  " + r.line);
-  const json expected = {{"inputs", ctspmd_infer::to_json(direct.info->inputs)},
-                         {"outputs", ctspmd_infer::to_json(direct.info->outputs)}};
+  const json request = json::parse(*line);
+  const auto language = language_of(request);
+  const auto said = [&](const ctspmd::dist_attrs& attrs) {
+    return language ? as_said_in(*language, mesh_of(request), attrs) : attrs;
+  };
+  const json expected = {{"inputs", ctspmd_infer::to_json(said(direct.info->inputs))},
+                         {"outputs", ctspmd_infer::to_json(said(direct.info->outputs))}};
   if (response != expected) fail("the tool and the runtime API give different results", *line + "\n  " + r.line);
 }
 

@@ -403,6 +403,7 @@ class propagator {
   constexpr void add_reshards(size_t op, size_t operand, bool on_output, size_t tensor, const tensor_dist_attr& from,
                               const tensor_dist_attr& to, std::int64_t block) {
     auto& o = out_;
+    if (from == to) return;  // the common case: nothing moves
     for (std::int64_t m = 0; m < p_.mesh().ndim(); ++m) {
       const auto a = state_on(from, m), b = state_on(to, m);
       if (a == b) continue;
