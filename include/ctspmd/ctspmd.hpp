@@ -39,6 +39,7 @@
 #include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/gather.hpp>
+#include <ctspmd/rules/gather_nd.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
@@ -57,6 +58,7 @@
 #include <ctspmd/rules/rms_norm.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 #include <ctspmd/rules/scale.hpp>
+#include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>

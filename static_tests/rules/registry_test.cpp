@@ -11,7 +11,7 @@ static_assert(rules::has_rule<"embedding"> && rules::has_rule<"lookup_table_v2">
 static_assert(!rules::has_rule<"embeding"> && !rules::has_rule<"">);
 static_assert(std::is_same_v<rules::rule_for<"matmul">, rules::matmul>);
 static_assert(std::is_same_v<rules::rule_for<"einsum">, rules::dynamic_einsum>);
-static_assert(rules::registry.size() == 206);
+static_assert(rules::registry.size() == 210);
 static_assert(rules::registry_find("matmul") < rules::registry.size() && rules::registry_find("matmull") == rules::registry.size());
 
 // Every Paddle name of the reference's rule list (and "einsum"), each to its rule.
@@ -174,6 +174,10 @@ static_assert(std::is_same_v<rules::rule_for<"logsumexp">, rules::logsumexp>);
 static_assert(std::is_same_v<rules::rule_for<"p_norm">, rules::p_norm>);
 static_assert(std::is_same_v<rules::rule_for<"gather">, rules::gather>);
 static_assert(std::is_same_v<rules::rule_for<"gather_grad">, rules::gather_grad>);
+static_assert(std::is_same_v<rules::rule_for<"gather_nd">, rules::gather_nd>);
+static_assert(std::is_same_v<rules::rule_for<"gather_nd_grad">, rules::gather_nd_grad>);
+static_assert(std::is_same_v<rules::rule_for<"scatter">, rules::scatter>);
+static_assert(std::is_same_v<rules::rule_for<"scatter_grad">, rules::scatter_grad>);
 static_assert(std::is_same_v<rules::rule_for<"index_select">, rules::index_select>);
 static_assert(std::is_same_v<rules::rule_for<"index_select_grad">, rules::index_select_grad>);
 static_assert(std::is_same_v<rules::rule_for<"one_hot">, rules::one_hot>);

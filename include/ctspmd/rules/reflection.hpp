@@ -81,6 +81,8 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::numel_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::logsumexp_attributes, axis, keepdim, reduce_all);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::p_norm_attributes, porder, axis, epsilon, keepdim, asvector);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::gather_attributes, axis);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::gather_nd_attributes);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::scatter_attributes, overwrite);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::one_hot_attributes, num_classes);
 
 #endif

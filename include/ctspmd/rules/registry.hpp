@@ -39,6 +39,7 @@
 #include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/gather.hpp>
+#include <ctspmd/rules/gather_nd.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/rules/logsumexp.hpp>
@@ -55,6 +56,7 @@
 #include <ctspmd/rules/rms_norm.hpp>
 #include <ctspmd/rules/rule_base.hpp>
 #include <ctspmd/rules/scale.hpp>
+#include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
@@ -81,15 +83,15 @@ using registered_rules =
               cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad, default_data_parallel, det, dropout,
               dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad, elementwise_unary_grad, embedding,
               embedding_grad, expand_as, flash_attention, flash_attention_grad, flatten, frobenius_norm, full_like,
-              fused_dropout_add, fused_dropout_add_grad, fused_linear_param_grad_add, gather, gather_grad, gelu_grad,
-              index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp, matmul, matmul_grad,
-              moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel, one_hot, p_norm, pad,
-              pow_grad, power, reduction_with<reduce_type::all>, reduction_with<reduce_type::any>,
+              fused_dropout_add, fused_dropout_add_grad, fused_linear_param_grad_add, gather, gather_grad, gather_nd,
+              gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp,
+              matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel,
+              one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>, reduction_with<reduce_type::any>,
               reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>, reduction_with<reduce_type::min>,
               reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>, replicated, reshape, reshape_grad,
-              rms_norm, rms_norm_grad, scale, sgd, slice, softmax, split, squeeze, stack, strided_slice, swiglu,
-              swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad, unbind, unsqueeze, where,
-              where_grad>;
+              rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice, softmax, split, squeeze, stack,
+              strided_slice, swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad, unbind,
+              unsqueeze, where, where_grad>;
 
 namespace detail {
 
@@ -223,6 +225,8 @@ inline constexpr std::array registry = {
     detail::entry<rms_norm>("fused_rms_norm"),
     detail::entry<gather>("gather"),
     detail::entry<gather_grad>("gather_grad"),
+    detail::entry<gather_nd>("gather_nd"),
+    detail::entry<gather_nd_grad>("gather_nd_grad"),
     detail::entry<elementwise>("gelu"),
     detail::entry<gelu_grad>("gelu_grad"),
     detail::entry<elementwise>("greater_equal"),
@@ -296,6 +300,8 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("rsqrt"),
     detail::entry<elementwise_unary_grad>("rsqrt_grad"),
     detail::entry<scale>("scale"),
+    detail::entry<scatter>("scatter"),
+    detail::entry<scatter_grad>("scatter_grad"),
     detail::entry<elementwise>("selu"),
     detail::entry<sgd>("sgd"),
     detail::entry<elementwise>("sigmoid"),
