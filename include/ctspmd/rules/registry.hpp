@@ -86,12 +86,12 @@ using registered_rules =
               fused_dropout_add, fused_dropout_add_grad, fused_linear_param_grad_add, gather, gather_grad, gather_nd,
               gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp,
               matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel,
-              one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>, reduction_with<reduce_type::any>,
-              reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>, reduction_with<reduce_type::min>,
-              reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>, replicated, reshape, reshape_grad,
-              rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice, softmax, split, squeeze, stack,
-              strided_slice, swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad, unbind,
-              unsqueeze, where, where_grad>;
+              one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>,
+              reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
+              reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
+              replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice,
+              softmax, split, squeeze, stack, strided_slice, swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad,
+              transpose, triu, triu_grad, unbind, unsqueeze, where, where_grad>;
 
 namespace detail {
 
