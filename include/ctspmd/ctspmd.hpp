@@ -38,6 +38,7 @@
 #include <ctspmd/rules/expand_as.hpp>
 #include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/fused_linear_param_grad_add.hpp>
+#include <ctspmd/rules/fused_rope.hpp>
 #include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/gather_nd.hpp>
 #include <ctspmd/rules/kit.hpp>

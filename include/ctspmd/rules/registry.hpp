@@ -38,6 +38,7 @@
 #include <ctspmd/rules/expand_as.hpp>
 #include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/fused_linear_param_grad_add.hpp>
+#include <ctspmd/rules/fused_rope.hpp>
 #include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/gather_nd.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
@@ -83,10 +84,10 @@ using registered_rules =
               cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad, default_data_parallel, det, dropout,
               dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad, elementwise_unary_grad, embedding,
               embedding_grad, expand_as, flash_attention, flash_attention_grad, flatten, frobenius_norm, full_like,
-              fused_dropout_add, fused_dropout_add_grad, fused_linear_param_grad_add, gather, gather_grad, gather_nd,
-              gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp,
-              matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel,
-              one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>,
+              fused_dropout_add, fused_dropout_add_grad, fused_linear_param_grad_add, fused_rope, fused_rope_grad,
+              gather, gather_grad, gather_nd, gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm,
+              layer_norm_grad, logsumexp, matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch,
+              moe_gate_dispatch_grad, numel, one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
               replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice,
@@ -223,6 +224,9 @@ inline constexpr std::array registry = {
     detail::entry<fused_dropout_add_grad>("fused_dropout_add_grad"),
     detail::entry<fused_linear_param_grad_add>("fused_linear_param_grad_add"),
     detail::entry<rms_norm>("fused_rms_norm"),
+    detail::entry<fused_rope>("fused_rope"),
+    detail::entry<fused_rope_grad>("fused_rope_grad"),
+    detail::entry<fused_rope>("fused_rotary_position_embedding"),
     detail::entry<gather>("gather"),
     detail::entry<gather_grad>("gather_grad"),
     detail::entry<gather_nd>("gather_nd"),
