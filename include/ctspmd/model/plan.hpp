@@ -29,9 +29,13 @@
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/dist_tensor_spec.hpp>
 #include <ctspmd/dist/named_mesh.hpp>
+#include <ctspmd/model/grad_recipes.hpp>
 #include <ctspmd/rules/registry.hpp>
 
 namespace ctspmd::model {
+
+/// The most repeated blocks a plan has (a training step adds one per forward block).
+inline constexpr std::size_t max_blocks = 8;
 
 /// A tensor of a plan.
 struct tensor_id {
@@ -104,6 +108,10 @@ inline constexpr element_size float16 = element_size::of_bytes(2), bfloat16 = el
                               float32 = element_size::of_bytes(4), float64 = element_size::of_bytes(8),
                               int32 = element_size::of_bytes(4), int64 = element_size::of_bytes(8);
 
+/// What a tensor holds: a value of the model, or (in a training step) the gradient of a tensor
+/// or the optimizer state of a parameter.
+enum class tensor_role : std::int8_t { value, gradient, optimizer_state };
+
 /// A tensor as the plan declares it.
 struct tensor_info {
   std::string_view name{};
@@ -112,7 +120,32 @@ struct tensor_info {
   bool annotated = false;       ///< `annotation` fixes its dist attributes
   tensor_dist_attr annotation{};
   std::int64_t producer = -1;   ///< index of the operator writing it; -1 for a plan input
+  bool trainable = false;       ///< a parameter: a training step computes its gradient and updates it
+  tensor_role role = tensor_role::value;
+  std::int64_t role_of = -1;    ///< the tensor whose gradient or state it is (`name` is that tensor's)
+  /// Pinned, like an annotation, to the layout tensor `layout_of` has when the operator writing
+  /// it runs (a training step's updated parameter keeps the parameter's layout), or -1.
+  std::int64_t layout_of = -1;
 };
+
+/// The phase of a training step an operator belongs to (a forward plan's are all `forward`).
+enum class phase : std::int8_t { forward, backward, optimizer };
+inline constexpr std::size_t phase_count = 3;
+constexpr std::string_view to_string(phase p) noexcept {
+  switch (p) {
+    case phase::forward: return "forward";
+    case phase::backward: return "backward";
+    case phase::optimizer: return "optimizer";
+  }
+  return "unknown";
+}
+
+struct operator_info;
+namespace detail {
+/// The grad operator of an operator, as `<ctspmd/model/training.hpp>` derives it: its rule,
+/// attributes and operands (the recipe's text, see grad_recipes.hpp).
+struct grad_operator;
+}  // namespace detail
 
 /// An operator: a registered rule, its attributes and its operand tensors.
 struct operator_info {
@@ -124,6 +157,9 @@ struct operator_info {
   /// The rule's `try_infer_forward_into` / `try_infer_backward_into` (into an empty `spmd_info`).
   status (*forward)(spmd_info&, spec_span, const any_attributes&, semantics) = nullptr;
   status (*backward)(spmd_info&, spec_span, spec_span, const any_attributes&, semantics) = nullptr;
+  model::phase phase = model::phase::forward;
+  /// Its grad operator (for a training step), or null when the rule has no grad recipe.
+  detail::grad_operator (*grad)(const operator_info&) = nullptr;
   /// The label, or the rule's name when there is none.
   constexpr std::string_view name() const noexcept { return label.empty() ? rule : label; }
 };
@@ -136,6 +172,13 @@ struct block_info {
   std::size_t first_op = 0, end_op = 0, count = 0;
   tensor_id source{}, input{}, output{};
   std::size_t end_tensor = 0;
+  /// For the backward pass of a block in a training step: the forward block it runs backwards
+  /// (its runs are that block's runs, last first), else -1.
+  std::int64_t mirror_of = -1;
+  /// The block's number as the user's plan counts blocks (a backward block counts as its forward one).
+  constexpr std::size_t number(std::size_t own_index) const noexcept {
+    return mirror_of >= 0 ? static_cast<std::size_t>(mirror_of) : own_index;
+  }
 };
 
 namespace detail {
@@ -147,6 +190,62 @@ template <class Rule>
 constexpr status backward_thunk(spmd_info& info, spec_span in, spec_span out, const any_attributes& a, semantics s) {
   return Rule::try_infer_backward_into(info, in, out, a.template get<typename Rule::attributes>(), s);
 }
+
+struct grad_operator {
+  std::string_view rule{};
+  status (*forward)(spmd_info&, spec_span, const any_attributes&, semantics) = nullptr;
+  status (*backward)(spmd_info&, spec_span, spec_span, const any_attributes&, semantics) = nullptr;
+  any_attributes attributes{};
+  std::string_view operands{};  ///< see grad_recipes.hpp
+};
+
+// A grad operator's attributes from its forward operator's: the same, or none where the grad
+// rule takes none, or these pairs; any other pair is a compile error, so that no attribute is
+// lost unseen.
+template <class To, class From>
+constexpr To grad_attributes(const From& f) {
+  if constexpr (std::is_same_v<To, From>) {
+    return f;
+  } else if constexpr (std::is_empty_v<To> || std::is_empty_v<From>) {
+    return To{};
+  } else if constexpr (std::is_same_v<From, rules::layer_norm_attributes>) {
+    return To{.epsilon = f.epsilon, .begin_norm_axis = f.begin_norm_axis};
+  } else if constexpr (std::is_same_v<From, rules::rms_norm_attributes>) {
+    return To{.epsilon = f.epsilon};
+  } else if constexpr (std::is_same_v<From, rules::embedding_attributes>) {
+    return To{.padding_idx = f.padding_idx, .sparse = f.sparse};
+  } else if constexpr (std::is_same_v<From, rules::c_embedding_attributes>) {
+    return To{.start_index = f.start_index};
+  } else if constexpr (std::is_same_v<From, rules::flash_attention_attributes>) {
+    return To{.dropout = f.dropout, .causal = f.causal};
+  } else if constexpr (std::is_same_v<From, rules::pow_attributes>) {
+    return To{.y = f.y};
+  } else if constexpr (std::is_same_v<From, rules::split_attributes>) {
+    return To{.axis = f.axis};  // concat along the split axis
+  } else {
+    static_assert(std::is_same_v<To, From>, "a grad recipe needs a conversion of these attributes (plan.hpp)");
+    return To{};
+  }
+}
+
+/// The grad operator of operator `f`, which runs the registered rule `Op`.
+template <fixed_string Op>
+constexpr grad_operator grad_thunk(const operator_info& f) {
+  constexpr grad_recipe r = grad_recipes[find_grad_recipe(Op.view())];
+  if constexpr (r.grad.empty()) {
+    return {};
+  } else {
+    using grad_rule = rules::registered_rule<rules::registry[rules::registry_find(r.grad)].rule>;
+    using from = typename rules::rule_for<Op>::attributes;
+    return {r.grad, &forward_thunk<grad_rule>, &backward_thunk<grad_rule>,
+            grad_attributes<typename grad_rule::attributes>(f.attributes.template get<from>()), r.operands};
+  }
+}
+}  // namespace detail
+
+namespace detail {
+template <std::size_t T, std::size_t O, std::size_t T2, std::size_t O2>
+class step_builder;
 }  // namespace detail
 
 /// A model's sharding plan on one process mesh (at most MaxTensors tensors, MaxOps operators).
@@ -191,6 +290,26 @@ class plan {
     return tensor(name, shape, tensor_dist_attr(layout.resolve(mesh_, shape.size())), element);
   }
 
+  /// A parameter: a tensor, declared with `tensor`'s arguments, whose gradient a training step
+  /// (`<ctspmd/model/training.hpp>`) computes and whose value its optimizer updates.
+  constexpr tensor_id parameter(std::string_view name, const tensor_shape& shape, element_size element = float32) {
+    return trainable(tensor(name, shape, element));
+  }
+  constexpr tensor_id parameter(std::string_view name, const tensor_shape& shape, const dims_mapping& mapping,
+                                element_size element = float32) {
+    return trainable(tensor(name, shape, mapping, element));
+  }
+  constexpr tensor_id parameter(std::string_view name, const tensor_shape& shape, const tensor_dist_attr& attr,
+                                element_size element = float32) {
+    return trainable(tensor(name, shape, attr, element));
+  }
+  template <class Layout, class = decltype(std::declval<const Layout&>().resolve(std::declval<const named_mesh&>(),
+                                                                                 std::size_t{}))>
+  constexpr tensor_id parameter(std::string_view name, const tensor_shape& shape, const Layout& layout,
+                                element_size element = float32) {
+    return trainable(tensor(name, shape, layout, element));
+  }
+
   /// The operator `Op` (a registered name) reading `inputs` and writing `outputs`.
   template <fixed_string Op>
   constexpr void op(std::initializer_list<tensor_id> inputs, std::initializer_list<tensor_id> outputs,
@@ -199,6 +318,7 @@ class plan {
     if (op_count_ == MaxOps)
       raise(make_error(error_kind::invalid_argument, "plan", "more than {} operators (raise plan's MaxOps)", MaxOps));
     operator_info o{Op.view(), label, {}, {}, attrs, &detail::forward_thunk<rule>, &detail::backward_thunk<rule>};
+    if constexpr (detail::find_grad_recipe(Op.view()) < detail::grad_recipe_count) o.grad = &detail::grad_thunk<Op>;
     for (auto t : inputs) o.inputs.push_back(checked(t));
     for (auto t : outputs) {
       o.outputs.push_back(checked(t));
@@ -264,6 +384,10 @@ class plan {
       raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is not a tensor of this plan", t.index));
     return static_cast<std::uint16_t>(t.index);
   }
+  constexpr tensor_id trainable(tensor_id t) {
+    tensors_[t.index].trainable = true;
+    return t;
+  }
   constexpr tensor_id add_tensor(const tensor_info& t) {
     if (tensor_count_ == MaxTensors)
       raise(make_error(error_kind::invalid_argument, "plan", "more than {} tensors (raise plan's MaxTensors)", MaxTensors));
@@ -271,11 +395,14 @@ class plan {
     return {tensor_count_++};
   }
 
+  template <std::size_t, std::size_t, std::size_t, std::size_t>
+  friend class detail::step_builder;
+
   named_mesh mesh_;  ///< names, if given, only resolve named layouts
   ctspmd::semantics semantics_ = ctspmd::semantics::fluid;
   std::array<tensor_info, MaxTensors> tensors_{};
   std::array<operator_info, MaxOps> ops_{};
-  std::array<block_info, 4> blocks_{};
+  std::array<block_info, max_blocks> blocks_{};
   std::size_t tensor_count_ = 0, op_count_ = 0, block_count_ = 0;
 };
 

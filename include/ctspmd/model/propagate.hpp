@@ -69,7 +69,8 @@ struct reshard {
   collective kind{};
   std::int64_t bytes = 0;      ///< bytes each device sends, per occurrence; -1 if unknown
   std::size_t times = 1;       ///< occurrences (runs of its block)
-  std::int64_t block = -1;     ///< index of the block it is in, or -1
+  std::int64_t block = -1;     ///< the block it is in, or -1 (a block's backward pass counts as the block)
+  model::phase phase = model::phase::forward;  ///< the phase of its operator
   tensor_dist_attr from{}, to{};
 };
 
@@ -132,6 +133,23 @@ class propagation {
   constexpr std::size_t count_in_block(std::size_t b, collective kind) const noexcept {
     return sum([&](const reshard& r) { return r.block == static_cast<std::int64_t>(b) && r.kind == kind; });
   }
+  /// Reshards of phase `ph` (of a training step), of `kind`; in block `b`; outside every block.
+  constexpr std::size_t count(phase ph, collective kind) const noexcept {
+    return sum([&](const reshard& r) { return r.phase == ph && r.kind == kind; });
+  }
+  constexpr std::size_t count_in_block(std::size_t b, phase ph, collective kind) const noexcept {
+    return sum([&](const reshard& r) { return r.block == static_cast<std::int64_t>(b) && r.phase == ph && r.kind == kind; });
+  }
+  constexpr std::size_t count_outside_blocks(phase ph, collective kind) const noexcept {
+    return sum([&](const reshard& r) { return r.block == -1 && r.phase == ph && r.kind == kind; });
+  }
+  /// Bytes each device sends for the reshards of phase `ph` and `kind` (in block `b`).
+  constexpr std::int64_t bytes(phase ph, collective kind) const noexcept {
+    return bytes_where([&](const reshard& r) { return r.phase == ph && r.kind == kind; });
+  }
+  constexpr std::int64_t bytes_in_block(std::size_t b, phase ph, collective kind) const noexcept {
+    return bytes_where([&](const reshard& r) { return r.block == static_cast<std::int64_t>(b) && r.phase == ph && r.kind == kind; });
+  }
   /// Reshards outside every block, of `kind`.
   constexpr std::size_t count_outside_blocks(collective kind) const noexcept {
     return sum([&](const reshard& r) { return r.block == -1 && r.kind == kind; });
@@ -161,6 +179,24 @@ class propagation {
                        expected));
     return true;
   }
+  /// The same for the reshards of phase `ph` in block `b` (b = -1: outside every block): the
+  /// error names the phase, the operator, the operand and the mesh dim of the first reshard of
+  /// another kind.
+  template <class Plan>
+  constexpr bool expect_in_block(const Plan& p, std::int64_t b, phase ph, collective kind, std::size_t expected) const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < reshard_count_; ++i) {
+      const auto& r = reshards_[i];
+      if (r.block != b || r.phase != ph) continue;
+      if (r.kind != kind)
+        raise(make_error(error_kind::precondition_not_met, p.op_at(r.op).name(), phase_format(ph, r.kind, r.on_output),
+                         r.op, r.operand, r.mesh_dim));
+      n += r.times;
+    }
+    if (n != expected)
+      raise(make_error(error_kind::precondition_not_met, to_string(ph), count_format(kind), b, n, expected));
+    return true;
+  }
 
  private:
   // Messages name the collective in their text (an error's values are integers).
@@ -182,6 +218,47 @@ class propagation {
     static_assert(sizeof input / sizeof *input == collective_count && sizeof output / sizeof *output == collective_count,
                   "one message per collective");
     return (on_output ? output : input)[static_cast<int>(c)];
+  }
+  static constexpr const char* phase_format(phase ph, collective c, bool on_output) {
+    // [phase][output][collective]
+    constexpr const char* formats[phase_count][2][collective_count] = {
+        {{"forward operator {}: input {} needs an unexpected all_reduce on mesh dim {}",
+          "forward operator {}: input {} needs an unexpected reduce_scatter on mesh dim {}",
+          "forward operator {}: input {} needs an unexpected all_gather on mesh dim {}",
+          "forward operator {}: input {} needs an unexpected all_to_all on mesh dim {}",
+          "forward operator {}: input {} needs an unexpected local_slice on mesh dim {}",
+          "forward operator {}: input {} needs an unexpected local_partial on mesh dim {}"},
+         {"forward operator {}: output {} needs an unexpected all_reduce on mesh dim {}",
+          "forward operator {}: output {} needs an unexpected reduce_scatter on mesh dim {}",
+          "forward operator {}: output {} needs an unexpected all_gather on mesh dim {}",
+          "forward operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
+          "forward operator {}: output {} needs an unexpected local_slice on mesh dim {}",
+          "forward operator {}: output {} needs an unexpected local_partial on mesh dim {}"}},
+        {{"backward operator {}: input {} needs an unexpected all_reduce on mesh dim {}",
+          "backward operator {}: input {} needs an unexpected reduce_scatter on mesh dim {}",
+          "backward operator {}: input {} needs an unexpected all_gather on mesh dim {}",
+          "backward operator {}: input {} needs an unexpected all_to_all on mesh dim {}",
+          "backward operator {}: input {} needs an unexpected local_slice on mesh dim {}",
+          "backward operator {}: input {} needs an unexpected local_partial on mesh dim {}"},
+         {"backward operator {}: output {} needs an unexpected all_reduce on mesh dim {}",
+          "backward operator {}: output {} needs an unexpected reduce_scatter on mesh dim {}",
+          "backward operator {}: output {} needs an unexpected all_gather on mesh dim {}",
+          "backward operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
+          "backward operator {}: output {} needs an unexpected local_slice on mesh dim {}",
+          "backward operator {}: output {} needs an unexpected local_partial on mesh dim {}"}},
+        {{"optimizer operator {}: input {} needs an unexpected all_reduce on mesh dim {}",
+          "optimizer operator {}: input {} needs an unexpected reduce_scatter on mesh dim {}",
+          "optimizer operator {}: input {} needs an unexpected all_gather on mesh dim {}",
+          "optimizer operator {}: input {} needs an unexpected all_to_all on mesh dim {}",
+          "optimizer operator {}: input {} needs an unexpected local_slice on mesh dim {}",
+          "optimizer operator {}: input {} needs an unexpected local_partial on mesh dim {}"},
+         {"optimizer operator {}: output {} needs an unexpected all_reduce on mesh dim {}",
+          "optimizer operator {}: output {} needs an unexpected reduce_scatter on mesh dim {}",
+          "optimizer operator {}: output {} needs an unexpected all_gather on mesh dim {}",
+          "optimizer operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
+          "optimizer operator {}: output {} needs an unexpected local_slice on mesh dim {}",
+          "optimizer operator {}: output {} needs an unexpected local_partial on mesh dim {}"}}};
+    return formats[static_cast<int>(ph)][on_output ? 1 : 0][static_cast<int>(c)];
   }
   static constexpr const char* count_format(collective c) {
     constexpr const char* formats[] = {"block {} has {} all_reduce reshards, {} expected",
@@ -231,6 +308,12 @@ class propagation {
   bool changed_ = false;   ///< the run in progress changed a tensor's attrs from the run before
   std::array<std::size_t, MaxReshards> touched_{};  ///< entries the run in progress added to
   std::size_t touched_count_ = 0;
+  // A block whose backward pass a training step verifies: how its runs differ (0: all alike; 1:
+  // only the first, whose layouts `first_run_` keeps; 2: later ones too), and whether a backward
+  // run is using those layouts.
+  std::array<std::uint8_t, max_blocks> runs_differ_{};
+  std::array<tensor_dist_attr, MaxTensors> first_run_{};
+  bool first_run_in_use_ = false;
 
  public:
   /// True once propagation has run to the end of the plan or stopped at an error.
@@ -357,6 +440,16 @@ class propagator {
     auto& o = out_;
     o.touched_count_ = 0;
     o.changed_ = false;
+    if (b.mirror_of >= 0) {
+      // A backward pass's run k reads the tensors of its forward block's run count - k + 1.
+      const auto f = static_cast<size_t>(b.mirror_of);
+      if (o.runs_differ_[f] == 2)
+        return fail(b.first_op, make_error(error_kind::invalid_argument, "",
+                                           "block {} lays out its runs differently after its second run: its backward "
+                                           "pass cannot be verified run by run (annotate its input)",
+                                           f));
+      if (o.run_ == b.count && b.count > 1 && o.runs_differ_[f] == 1) swap_first_run(p_.block_at(f));
+    }
     if (o.run_ > 1)
       for (size_t t = b.input.index + 1; t < b.end_tensor; ++t)
         if (!p_.tensor_at(t).annotated) o.known_[t] = false;
@@ -364,10 +457,19 @@ class propagator {
   }
   constexpr void end_run(const block_info& b) {
     auto& o = out_;
+    const size_t self = o.next_block_;
+    if (o.run_ == 1 && mirrored(self))  // keep the first run's layouts for the backward pass
+      for (size_t t = b.input.index; t < b.end_tensor; ++t) o.first_run_[t] = o.attrs_[t];
+    if (o.run_ > 1 && o.changed_) o.runs_differ_[self] = o.run_ == 2 ? 1 : 2;
     if (options_.induction && o.run_ > 1 && !o.changed_) {
-      // This run repeated the previous one: so will the rest. Count its reshards for them.
-      for (size_t t = 0; t < o.touched_count_; ++t) o.reshards_[o.touched_[t]].times += b.count - o.run_;
-      return leave_block();
+      // This run repeated the previous one: so will the rest (but a backward pass's last run,
+      // if its forward block's first run differs). Count its reshards for them.
+      const bool last_differs = b.mirror_of >= 0 && o.runs_differ_[static_cast<size_t>(b.mirror_of)] == 1 &&
+                                o.run_ < b.count;
+      for (size_t t = 0; t < o.touched_count_; ++t)
+        o.reshards_[o.touched_[t]].times += b.count - o.run_ - (last_differs ? 1 : 0);
+      if (!last_differs) return leave_block();
+      o.run_ = b.count - 1;
     }
     if (o.run_ == b.count) return leave_block();
     ++o.run_;
@@ -376,10 +478,27 @@ class propagator {
   }
   constexpr void leave_block() {
     auto& o = out_;
+    if (o.first_run_in_use_) swap_first_run(p_.block_at(static_cast<size_t>(p_.block_at(o.next_block_).mirror_of)));
     o.next_op_ = p_.block_at(o.next_block_).end_op;
     o.run_ = 0;
     ++o.next_block_;
     if (o.next_op_ >= p_.op_count()) o.finished_ = true;
+  }
+
+  constexpr bool mirrored(size_t block) const {
+    for (size_t b = block + 1; b < p_.block_count(); ++b)
+      if (p_.block_at(b).mirror_of == static_cast<std::int64_t>(block)) return true;
+    return false;
+  }
+  /// Exchanges forward block f's tensors' layouts with those of its first run.
+  constexpr void swap_first_run(const block_info& f) {
+    auto& o = out_;
+    for (size_t t = f.input.index; t < f.end_tensor; ++t) {
+      const tensor_dist_attr a = o.attrs_[t];
+      o.attrs_[t] = o.first_run_[t];
+      o.first_run_[t] = a;
+    }
+    o.first_run_in_use_ = !o.first_run_in_use_;
   }
 
   /// Sets tensor t's attrs, noting whether a block run changed them.
@@ -408,8 +527,10 @@ class propagator {
       const auto a = state_on(from, m), b = state_on(to, m);
       if (a == b) continue;
       const auto kind = classify(a, b);
-      const reshard r{op, operand, on_output, tensor, m, kind, reshard_bytes(kind, p_.tensor_at(tensor), from, m),
-                      1,  block,   from,      to};
+      const std::int64_t number =
+          block < 0 ? -1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block)).number(static_cast<size_t>(block)));
+      const reshard r{op,   operand, on_output, tensor, m, kind, reshard_bytes(kind, p_.tensor_at(tensor), from, m),
+                      1,    number,  p_.op_at(op).phase, from, to};
       size_t e = 0;
       while (e < o.reshard_count_ && !same_but_times(o.reshards_[e], r)) ++e;
       if (e < o.reshard_count_) {
@@ -424,6 +545,16 @@ class propagator {
       }
       if (block >= 0) o.touched_[o.touched_count_++] = e;
     }
+  }
+
+  /// An output is pinned by its annotation, or to the layout its `layout_of` tensor has.
+  constexpr bool is_pinned(size_t t) const {
+    const auto& info = p_.tensor_at(t);
+    return info.annotated || (info.layout_of >= 0 && out_.known_[static_cast<size_t>(info.layout_of)]);
+  }
+  constexpr const tensor_dist_attr& pinned_attr(size_t t) const {
+    const auto& info = p_.tensor_at(t);
+    return info.annotated ? info.annotation : out_.attrs_[static_cast<size_t>(info.layout_of)];
   }
 
   using specs = static_vector<dist_tensor_spec, max_operands>;
@@ -486,12 +617,12 @@ class propagator {
     const dist_attrs* need = &fwd_.inputs;
     dist_attrs* result_attrs = &fwd_.outputs;
     bool pinned = false;
-    for (auto t : op.outputs) pinned = pinned || p_.tensor_at(t).annotated;
+    for (auto t : op.outputs) pinned = pinned || is_pinned(t);
     if (pinned) {
       // The outputs must be their annotations: the inputs must be what backward inference says
       // those need, and what forward then gives is resharded to the annotations.
       for (size_t j = 0; j < op.outputs.size(); ++j)
-        if (p_.tensor_at(op.outputs[j]).annotated) fwd_.outputs[j] = p_.tensor_at(op.outputs[j]).annotation;
+        if (is_pinned(op.outputs[j])) fwd_.outputs[j] = pinned_attr(op.outputs[j]);
       if (auto st = specs_of(outs_, op.outputs, &fwd_.outputs); !st) return fail(i, st.error());
       if (auto st = op.backward(cleared(bwd_), span(in_), span(outs_), op.attributes, p_.semantics()); !st)
         return fail(i, st.error());
@@ -500,7 +631,7 @@ class propagator {
       if (auto st = op.forward(cleared(again_), span(needed_), op.attributes, p_.semantics()); !st)
         return fail(i, st.error());
       for (size_t j = 0; j < op.outputs.size(); ++j) {
-        if (!p_.tensor_at(op.outputs[j]).annotated) fwd_.outputs[j] = again_.outputs[j];
+        if (!is_pinned(op.outputs[j])) fwd_.outputs[j] = again_.outputs[j];
         add_reshards(i, j, true, op.outputs[j], again_.outputs[j], fwd_.outputs[j], block);
       }
     }

@@ -1,0 +1,123 @@
+#ifndef CTSPMD_MODEL_GRAD_RECIPES_HPP
+#define CTSPMD_MODEL_GRAD_RECIPES_HPP
+/// \file How a training step's backward pass runs each forward operator backwards: for each
+/// registered forward name, its grad operator (a registered grad rule) and where that operator's
+/// operands come from, in Paddle's backward signatures (phi-semantics.md, section 7).
+///
+/// The operands are a text of tokens separated by spaces, the grad operator's inputs, then `>`,
+/// then its outputs:
+/// - `iK`: the forward operator's input K (absent if the forward operator was given fewer inputs,
+///   or input K was absent);
+/// - `oK`: its output K;
+/// - `gK`: the gradient of its output K (zeros, laid out as the grad rule needs, when nothing
+///   downstream gives output K a gradient; absent when output K is);
+/// - `g*`: the gradients of every output, in order (split's grad, concat, reads them all);
+/// - `-`: an absent optional input;
+/// - after `>`, `dK`: the gradient of input K (absent where input K is).
+/// An empty grad name marks an operator no gradient flows through (its outputs are indices,
+/// counts or constants).
+
+#include <cstddef>
+#include <string_view>
+
+#include <ctspmd/rules/registry.hpp>
+
+namespace ctspmd::model::detail {
+
+struct grad_recipe {
+  std::string_view forward, grad, operands;
+};
+
+// Unary elementwise grads read x (`i0`) or out (`o0`) as Paddle's backward ops do; their layouts
+// are the same either way.
+inline constexpr grad_recipe grad_recipes[] = {
+    {"add", "add_grad", "i0 i1 g0 > d0 d1"},
+    {"argmax", "", ""},
+    {"argmin", "", ""},
+    {"assign", "assign", "g0 > d0"},
+    {"c_embedding", "c_embedding_grad", "i0 i1 g0 > d0"},
+    {"cast", "cast", "g0 > d0"},
+    {"cos", "cos_grad", "i0 g0 > d0"},
+    {"cumsum", "cumsum_grad", "i0 g0 > d0"},
+    {"divide", "divide_grad", "i0 i1 g0 > d0 d1"},
+    {"dropout", "dropout_grad", "o1 g0 > d0"},
+    {"elementwise_pow", "elementwise_pow_grad", "i0 i1 g0 > d0 d1"},
+    {"embedding", "embedding_grad", "i0 i1 g0 > d1"},
+    {"equal", "", ""},
+    {"exp", "exp_grad", "o0 g0 > d0"},
+    {"flash_attention", "flash_attention_grad", "i0 i1 i2 o0 o2 o3 i4 g0 > d0 d1 d2"},
+    {"flatten", "flatten_grad", "i0 g0 > d0"},
+    {"full_like", "", ""},
+    {"fused_dropout_add", "fused_dropout_add_grad", "o1 g0 > d0 d1"},
+    {"fused_rms_norm", "rms_norm_grad", "i0 i1 o1 g0 > d0 d1"},
+    {"fused_rope", "fused_rope_grad", "i3 i4 i5 g0 g1 g2 > d0 d1 d2"},
+    {"fused_rotary_position_embedding", "fused_rope_grad", "i3 i4 i5 g0 g1 g2 > d0 d1 d2"},
+    {"gather", "gather_grad", "i0 i1 g0 > d0"},
+    {"gather_nd", "gather_nd_grad", "i0 i1 g0 > d0"},
+    {"gelu", "gelu_grad", "i0 g0 > d0"},
+    {"greater_equal", "", ""},
+    {"greater_than", "", ""},
+    {"index_select", "index_select_grad", "i0 i1 g0 > d0"},
+    {"layer_norm", "layer_norm_grad", "i0 i1 i2 o1 o2 g0 > d0 d1 d2"},
+    {"less_equal", "", ""},
+    {"less_than", "", ""},
+    {"log", "log_grad", "i0 g0 > d0"},
+    {"lookup_table_v2", "embedding_grad", "i0 i1 g0 > d1"},
+    {"matmul", "matmul_grad", "i0 i1 g0 > d0 d1"},
+    {"matmul_v2", "matmul_grad", "i0 i1 g0 > d0 d1"},
+    {"maximum", "maximum_grad", "i0 i1 g0 > d0 d1"},
+    {"minimum", "minimum_grad", "i0 i1 g0 > d0 d1"},
+    {"moe_combine", "moe_combine_grad", "i0 i1 i2 g0 > d0 d1 d2"},
+    {"moe_gate_dispatch", "moe_gate_dispatch_grad", "o1 o2 o4 g0 g1 > d0 d1"},
+    {"multiply", "multiply_grad", "i0 i1 g0 > d0 d1"},
+    {"not_equal", "", ""},
+    {"numel", "", ""},
+    {"one_hot", "", ""},
+    {"pow", "pow_grad", "i0 g0 > d0"},
+    {"relu", "relu_grad", "o0 g0 > d0"},
+    {"reshape", "reshape_grad", "i0 g0 > d0"},
+    {"reshape2", "reshape_grad", "i0 g0 > d0"},
+    {"rms_norm", "rms_norm_grad", "i0 i1 o1 g0 > d0 d1"},
+    {"rsqrt", "rsqrt_grad", "o0 g0 > d0"},
+    {"scale", "scale", "g0 > d0"},
+    {"scatter", "scatter_grad", "i1 i2 g0 > d0 d2"},
+    {"sigmoid", "sigmoid_grad", "o0 g0 > d0"},
+    {"silu", "silu_grad", "i0 g0 > d0"},
+    {"sin", "sin_grad", "i0 g0 > d0"},
+    {"split", "concat", "g* > d0"},
+    {"split_with_num", "concat", "g* > d0"},
+    {"sqrt", "sqrt_grad", "o0 g0 > d0"},
+    {"square", "square_grad", "i0 g0 > d0"},
+    {"squeeze", "squeeze_grad", "i0 g0 > d0"},
+    {"subtract", "subtract_grad", "i0 i1 g0 > d0 d1"},
+    {"swiglu", "swiglu_grad", "i0 i1 g0 > d0 d1"},
+    {"tanh", "tanh_grad", "o0 g0 > d0"},
+    {"tile", "tile_grad", "i0 g0 > d0"},
+    {"topk", "topk_grad", "i0 o1 g0 > d0"},
+    {"tril_triu", "triu_grad", "g0 > d0"},
+    {"triu", "triu_grad", "g0 > d0"},
+    {"unsqueeze", "unsqueeze_grad", "i0 g0 > d0"},
+    {"unsqueeze2", "unsqueeze_grad", "i0 g0 > d0"},
+    {"where", "where_grad", "i0 i1 i2 g0 > d1 d2"},
+};
+inline constexpr std::size_t grad_recipe_count = sizeof grad_recipes / sizeof *grad_recipes;
+
+/// The recipe of forward operator `name`, or grad_recipe_count.
+constexpr std::size_t find_grad_recipe(std::string_view name) {
+  std::size_t i = 0;
+  while (i < grad_recipe_count && grad_recipes[i].forward != name) ++i;
+  return i;
+}
+
+constexpr bool recipes_name_registered_rules() {
+  for (const auto& r : grad_recipes)
+    if (rules::registry_find(r.forward) == rules::registry.size() ||
+        (!r.grad.empty() && rules::registry_find(r.grad) == rules::registry.size()))
+      return false;
+  return true;
+}
+static_assert(recipes_name_registered_rules(), "a grad recipe names an operator the registry does not have");
+
+}  // namespace ctspmd::model::detail
+
+#endif

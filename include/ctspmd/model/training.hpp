@@ -1,0 +1,371 @@
+#ifndef CTSPMD_MODEL_TRAINING_HPP
+#define CTSPMD_MODEL_TRAINING_HPP
+/// \file Training steps: a forward plan's backward pass and optimizer step, derived as a plan.
+///
+///     auto step = model::training_step(forward, loss);            // a plan of three phases
+///     constexpr auto r = model::verified<[] { return model::training_step(make_forward(), ...); }>();
+///     static_assert(r.count(model::phase::backward, model::collective::all_reduce) == 2 * layers);
+///
+/// `training_step(p, loss)` returns a plan holding `p`'s operators (phase `forward`), then:
+/// - **backward**: the operators in reverse order, each through its grad operator (the recipes of
+///   grad_recipes.hpp: `matmul` through `matmul_grad`, `split` through `concat`, ...). The loss's
+///   gradient is a plan input laid out as its first consumer needs (each device makes its ones).
+///   A tensor read by several operators gets one gradient part from each; the parts are summed by
+///   an `add_n` (which keeps a partial status all of them share: the sum stays partial until
+///   reduced). A gradient nothing gives (an output no later operator reads) is zeros, laid out as
+///   its reader needs. Gradients flow only where they can reach a parameter: an operator none of
+///   whose inputs is a parameter or computed from one has no grad operator. An operator with no
+///   recipe on that path is an error naming it; operators with an empty recipe (argmax, numel,
+///   comparisons, ...) pass no gradient.
+/// - **optimizer**: `adamw` on every parameter the loss reaches (param, grad, learning_rate,
+///   moment1, moment2, -, beta1_pow, beta2_pow), its updated value pinned to the parameter's
+///   layout (`tensor_info::layout_of`). The data-parallel synchronisation is what the rules then
+///   require: a gradient partial over the data-parallel mesh dim is all-reduced before the update;
+///   with `shard_optimizer_states_on = m` (ZeRO-1/2), the moments are sharded on mesh dim m, so the
+///   gradient is reduce-scattered to each device's shard and the updated shard all-gathered back
+///   to the parameter's layout. The moments are sharded on the parameter's first dim not sharded
+///   by its annotation (dim 0 if it has none) whose size mesh dim m divides; a parameter with no
+///   such dim keeps replicated states.
+///
+/// A repeated block's backward pass is a repeated block too (`block_info::mirror_of`), whose runs
+/// read the forward runs' tensors last run first; its parameters are updated in its body (per
+/// run, as the forward body declares them). A block's first run may lay out its tensors unlike
+/// the others (its source is not its output); the backward pass's last run then reads those
+/// layouts. Tensors of the training step are named after the forward tensor whose gradient or
+/// optimizer state they are (`tensor_info::role`).
+///
+/// Limits (errors naming the tensor or operator): a parameter declared outside a block may not
+/// be read inside it (every run would add to one gradient); a block's input must receive a
+/// gradient. The derived plan's capacities are template arguments (0: 8 x the forward plan's
+/// tensors, 4 x its operators), and exceeding them is the usual plan error.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/model/plan.hpp>
+
+namespace ctspmd::model {
+
+/// Options of `training_step`.
+struct training_options {
+  /// The mesh dim over which optimizer states are sharded (ZeRO-1/2), or -1 to lay them out as
+  /// their parameters.
+  std::int64_t shard_optimizer_states_on = -1;
+  /// The element size of the optimizer's moments.
+  std::int64_t state_element_bytes = 4;
+};
+
+namespace detail {
+
+/// Builds the training step of plan `f` into `p` (see the file comment).
+template <std::size_t T, std::size_t O, std::size_t T2, std::size_t O2>
+class step_builder {
+ public:
+  constexpr step_builder(const plan<T, O>& f, plan<T2, O2>& p, const training_options& options)
+      : f_(f), p_(p), options_(options) {}
+
+  constexpr void build(tensor_id loss) {
+    static_assert(T2 >= T && O2 >= O, "a training step holds its forward plan");
+    if (loss.index >= f_.tensor_count_)
+      raise(make_error(error_kind::invalid_argument, "training_step", "the loss (tensor {}) is not a tensor of the plan",
+                       loss.index));
+    copy_forward();
+    mark_requires_grad();
+    // Plan inputs every part of the step shares.
+    absent_ = add({"", {}, 4, false, {}, -1});
+    learning_rate_ = add({"learning_rate", {1}, 4, false, {}, -1});
+    beta1_pow_ = add({"beta1_pow", {1}, 4, false, {}, -1});
+    beta2_pow_ = add({"beta2_pow", {1}, 4, false, {}, -1});
+    const auto& l = p_.tensors_[loss.index];
+    add_part(loss.index, add({l.name, l.shape, l.element_bytes, false, {}, -1, false, tensor_role::gradient,
+                              static_cast<std::int64_t>(loss.index)}));
+    // Operators in reverse order, a block's as its backward block.
+    std::size_t block = f_.block_count_;
+    for (std::size_t i = f_.op_count_; i-- > 0;) {
+      if (block > 0 && i + 1 == f_.blocks_[block - 1].end_op) {
+        backward_block(--block);
+        i = f_.blocks_[block].first_op;  // the loop's decrement moves before the block
+        continue;
+      }
+      backward_op(i);
+    }
+    // The optimizer on the parameters declared outside blocks.
+    for (std::size_t t = 0; t < f_.tensor_count_; ++t)
+      if (f_.tensors_[t].trainable && !in_block_body(t)) update(t);
+  }
+
+ private:
+  using size_t = std::size_t;
+  static constexpr std::uint16_t none = 0xffff;
+
+  constexpr void copy_forward() {
+    p_.mesh_ = f_.mesh_;
+    p_.semantics_ = f_.semantics_;
+    for (size_t t = 0; t < f_.tensor_count_; ++t) p_.tensors_[t] = f_.tensors_[t];
+    for (size_t i = 0; i < f_.op_count_; ++i) p_.ops_[i] = f_.ops_[i];
+    for (size_t b = 0; b < f_.block_count_; ++b) p_.blocks_[b] = f_.blocks_[b];
+    p_.tensor_count_ = f_.tensor_count_;
+    p_.op_count_ = f_.op_count_;
+    p_.block_count_ = f_.block_count_;
+    if (2 * f_.block_count_ > max_blocks)
+      raise(make_error(error_kind::invalid_argument, "training_step", "more than {} repeated blocks in a training step",
+                       max_blocks));
+    for (size_t t = 0; t < T; ++t) part_head_[t] = grad_[t] = none;
+    for (size_t t = 0; t < T2; ++t) next_part_[t] = none;
+  }
+
+  // A tensor requires a gradient if it is a parameter or computed from one by an operator that
+  // passes gradients. A block's input does if its source does or its output does (runs after the
+  // first read the previous run's output).
+  constexpr void mark_requires_grad() {
+    for (size_t t = 0; t < f_.tensor_count_; ++t) requires_grad_[t] = f_.tensors_[t].trainable;
+    size_t block = 0;
+    for (size_t i = 0; i < f_.op_count_;) {
+      if (block < f_.block_count_ && i == f_.blocks_[block].first_op) {
+        const auto& b = f_.blocks_[block++];
+        requires_grad_[b.input.index] = requires_grad_[b.source.index];
+        mark_ops(b.first_op, b.end_op);
+        if (requires_grad_[b.output.index] && !requires_grad_[b.input.index]) {
+          requires_grad_[b.input.index] = true;
+          mark_ops(b.first_op, b.end_op);
+        }
+        i = b.end_op;
+        continue;
+      }
+      mark_ops(i, i + 1);
+      ++i;
+    }
+  }
+  constexpr void mark_ops(size_t first, size_t end) {
+    for (size_t i = first; i < end; ++i) {
+      const auto& op = f_.ops_[i];
+      if (op.grad != nullptr && op.grad(op).rule.empty()) continue;  // passes no gradient
+      bool any = false;
+      for (auto t : op.inputs) any = any || requires_grad_[t];
+      for (auto t : op.outputs) requires_grad_[t] = requires_grad_[t] || any;
+    }
+  }
+
+  constexpr bool in_block_body(size_t t) const {
+    for (size_t b = 0; b < f_.block_count_; ++b)
+      if (t > f_.blocks_[b].input.index && t < f_.blocks_[b].end_tensor) return true;
+    return false;
+  }
+  static constexpr bool absent(const tensor_info& t) { return t.shape.empty(); }
+
+  constexpr std::uint16_t add(const tensor_info& t) { return static_cast<std::uint16_t>(p_.add_tensor(t).index); }
+  /// A new gradient tensor of forward tensor t (written by the operator being built).
+  constexpr std::uint16_t gradient_of(size_t t) {
+    const auto& f = p_.tensors_[t];
+    return add({f.name, f.shape, f.element_bytes, false, {}, -1, false, tensor_role::gradient,
+                static_cast<std::int64_t>(t)});
+  }
+  constexpr void add_part(size_t t, std::uint16_t part) {
+    next_part_[part] = part_head_[t];
+    part_head_[t] = part;
+  }
+
+  /// The gradient of forward tensor t: its one part, or the sum of its parts (an add_n, built
+  /// now), or `none`.
+  constexpr std::uint16_t gradient(size_t t) {
+    if (grad_[t] != none || part_head_[t] == none) return grad_[t];
+    if (next_part_[part_head_[t]] == none) return grad_[t] = part_head_[t];
+    operator_info sum{"add_n", p_.ops_[p_.tensors_[t].producer >= 0 ? static_cast<size_t>(p_.tensors_[t].producer) : 0].label,
+                      {}, {}, rules::add_n_attributes{}, &forward_thunk<rules::add_n>, &backward_thunk<rules::add_n>,
+                      phase::backward};
+    if (p_.tensors_[t].producer < 0) sum.label = p_.tensors_[t].name;
+    static_vector<std::uint16_t, max_operands> parts;
+    for (auto c = part_head_[t]; c != none; c = next_part_[c]) {
+      if (parts.size() == max_operands)
+        raise(make_error(error_kind::invalid_argument, "training_step",
+                         "tensor {} has more than {} gradient parts (readers)", t, max_operands));
+      parts.push_back(c);
+    }
+    for (size_t k = parts.size(); k-- > 0;) sum.inputs.push_back(parts[k]);  // in program order
+    grad_[t] = gradient_of(t);
+    sum.outputs.push_back(grad_[t]);
+    emit(sum);
+    return grad_[t];
+  }
+
+  constexpr void emit(const operator_info& op) {
+    if (p_.op_count_ == O2)
+      raise(make_error(error_kind::invalid_argument, "training_step",
+                       "more than {} operators (raise training_step's MaxOps)", O2));
+    for (auto t : op.outputs) p_.tensors_[t].producer = static_cast<std::int64_t>(p_.op_count_);
+    p_.ops_[p_.op_count_++] = op;
+  }
+
+  static constexpr size_t number(std::string_view text, size_t& at) {
+    size_t n = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') n = n * 10 + static_cast<size_t>(text[at++] - '0');
+    return n;
+  }
+
+  /// Operator i's grad operator, if a gradient reaches one of its outputs and one of its inputs
+  /// requires one.
+  constexpr void backward_op(size_t i) {
+    const auto& op = f_.ops_[i];
+    bool needed = false;
+    for (auto t : op.inputs) needed = needed || requires_grad_[t];
+    if (!needed) return;
+    bool reached = false;
+    for (auto t : op.outputs) reached = gradient(t) != none || reached;
+    if (!reached) return;
+    if (op.grad == nullptr)
+      raise(make_error(error_kind::invalid_argument, op.name(),
+                       "operator {} has no grad recipe: the backward pass cannot run through it (see "
+                       "ctspmd/model/grad_recipes.hpp)",
+                       i));
+    const grad_operator g = op.grad(op);
+    if (g.rule.empty()) return;
+    operator_info b{g.rule, op.label, {}, {}, g.attributes, g.forward, g.backward, phase::backward};
+    const std::string_view text = g.operands;
+    for (size_t at = 0; at < text.size();) {
+      const char c = text[at++];
+      if (c == ' ' || c == '>') continue;  // inputs are i, o, g and -; outputs d
+      if (c == '-') {
+        b.inputs.push_back(absent_);
+        continue;
+      }
+      if (c == 'g' && at < text.size() && text[at] == '*') {
+        ++at;
+        for (size_t j = 0; j < op.outputs.size(); ++j) b.inputs.push_back(output_gradient(op.outputs[j]));
+        continue;
+      }
+      const size_t k = number(text, at);
+      if (c == 'i') b.inputs.push_back(k < op.inputs.size() ? op.inputs[k] : absent_);
+      if (c == 'o') b.inputs.push_back(op.outputs[k]);
+      if (c == 'g') b.inputs.push_back(output_gradient(op.outputs[k]));
+      if (c == 'd') {
+        if (k >= op.inputs.size() || absent(p_.tensors_[op.inputs[k]])) {
+          b.outputs.push_back(add({"", {}, 4, false, {}, -1}));
+          continue;
+        }
+        const auto t = op.inputs[k];
+        const auto d = gradient_of(t);
+        b.outputs.push_back(d);
+        if (requires_grad_[t]) add_part(t, d);
+      }
+    }
+    emit(b);
+  }
+  /// The gradient of output t, zeros where none reaches it, absent where t is.
+  constexpr std::uint16_t output_gradient(std::uint16_t t) {
+    if (absent(p_.tensors_[t])) return absent_;
+    const auto g = gradient(t);
+    return g != none ? g : gradient_of(t);  // zeros: a plan input laid out as its reader needs
+  }
+
+  /// The backward pass of forward block fb: a block of as many runs, reading the gradient of the
+  /// block's output (from the previous backward run, or in the first from the operators after
+  /// the block) and giving the gradient of its input.
+  constexpr void backward_block(size_t fb) {
+    const block_info& f = f_.blocks_[fb];
+    for (size_t i = f.first_op; i < f.end_op; ++i)
+      for (auto t : f_.ops_[i].inputs)
+        if (requires_grad_[t] && t != f.input.index && t < f.input.index)
+          raise(make_error(error_kind::invalid_argument, f_.tensors_[t].name,
+                           "block {} reads tensor {}, declared outside it, which needs a gradient: every run would add "
+                           "to it (declare it in the block, or pass it through the block's input)",
+                           fb, t));
+    const auto source = gradient(f.output.index);
+    if (source == none) return;  // nothing after the block reaches the loss through its output
+    // Inside the body, the output's gradient is the backward run's input (and parts from the body).
+    grad_[f.output.index] = none;
+    part_head_[f.output.index] = none;
+    const auto& out = p_.tensors_[f.output.index];
+    const std::uint16_t input = add({out.name, out.shape, out.element_bytes, false, {}, plan<T2, O2>::block_input,
+                                     false, tensor_role::gradient, static_cast<std::int64_t>(f.output.index)});
+    add_part(f.output.index, input);
+    block_info b{p_.op_count_, 0, f.count, {source}, {input}, {}, 0, static_cast<std::int64_t>(fb)};
+    for (size_t i = f.end_op; i-- > f.first_op;) backward_op(i);
+    const auto result = gradient(f.input.index);
+    if (result == none)
+      raise(make_error(error_kind::invalid_argument, "training_step", "the input of block {} receives no gradient", fb));
+    for (size_t t = f.input.index + 1; t < f.end_tensor; ++t)
+      if (f_.tensors_[t].trainable) update(t);
+    b.output = {result};
+    b.end_op = p_.op_count_;
+    b.end_tensor = p_.tensor_count_;
+    if (p_.block_count_ == max_blocks)
+      raise(make_error(error_kind::invalid_argument, "training_step", "more than {} repeated blocks", max_blocks));
+    p_.blocks_[p_.block_count_++] = b;
+    // The last backward run's result is the source's part.
+    if (requires_grad_[f.source.index]) add_part(f.source.index, result);
+  }
+
+  /// The optimizer step of parameter t.
+  constexpr void update(size_t t) {
+    const auto g = gradient(t);
+    if (g == none) return;  // the loss does not reach it
+    const tensor_info param = p_.tensors_[t];
+    tensor_info state{param.name, param.shape, options_.state_element_bytes, false, {}, -1, false,
+                      tensor_role::optimizer_state, static_cast<std::int64_t>(t)};
+    if (const auto m = options_.shard_optimizer_states_on; m >= 0) {
+      if (m >= p_.mesh_.ndim())
+        raise(make_error(error_kind::invalid_argument, "training_step",
+                         "shard_optimizer_states_on is mesh dim {}, but the mesh has {} dims", m, p_.mesh_.ndim()));
+      const std::int64_t n = p_.mesh_.dim_size(m);
+      multi_dims_mapping mapping(param.shape.size(), mesh_dims{});
+      for (size_t d = 0; d < param.shape.size(); ++d) {
+        const bool free = !param.annotated || param.annotation.mesh_dims_of(d).empty();
+        if (free && param.shape[d] > 0 && param.shape[d] % n == 0) {
+          mapping[d] = mesh_dims{m};
+          state.annotated = true;
+          state.annotation = tensor_dist_attr(p_.mesh_, mapping);
+          break;
+        }
+      }
+    }
+    const auto moment1 = add(state), moment2 = add(state);
+    operator_info u{"adamw", param.name, {}, {}, rules::adamw_attributes{}, &forward_thunk<rules::adamw>,
+                    &backward_thunk<rules::adamw>, phase::optimizer};
+    for (auto x : {static_cast<std::uint16_t>(t), g, learning_rate_, moment1, moment2, absent_, beta1_pow_, beta2_pow_})
+      u.inputs.push_back(x);
+    tensor_info updated = param;
+    updated.annotated = false;
+    updated.trainable = false;
+    updated.producer = -1;
+    updated.layout_of = static_cast<std::int64_t>(t);
+    u.outputs.push_back(add(updated));
+    state.annotated = false;
+    u.outputs.push_back(add(state));
+    u.outputs.push_back(add(state));
+    u.outputs.push_back(add({"", {}, 4, false, {}, -1}));
+    u.outputs.push_back(add({"beta1_pow", {1}, 4, false, {}, -1}));
+    u.outputs.push_back(add({"beta2_pow", {1}, 4, false, {}, -1}));
+    u.outputs.push_back(add({"", {}, 4, false, {}, -1}));
+    emit(u);
+  }
+
+  const plan<T, O>& f_;
+  plan<T2, O2>& p_;
+  training_options options_;
+  std::array<bool, T> requires_grad_{};
+  // Per forward tensor: its gradient parts (a list through next_part_, newest first) and its
+  // gradient once summed; none if it has none.
+  std::array<std::uint16_t, T> part_head_{}, grad_{};
+  std::array<std::uint16_t, T2> next_part_{};
+  std::uint16_t absent_ = none, learning_rate_ = none, beta1_pow_ = none, beta2_pow_ = none;
+};
+
+}  // namespace detail
+
+/// The training step of forward plan `forward` whose loss is tensor `loss` (see the file
+/// comment): a plan of `MaxTensors` tensors and `MaxOps` operators (0: 8 and 4 times the forward
+/// plan's).
+template <std::size_t MaxTensors = 0, std::size_t MaxOps = 0, std::size_t T, std::size_t O>
+constexpr auto training_step(const plan<T, O>& forward, tensor_id loss, const training_options& options = {}) {
+  constexpr std::size_t T2 = MaxTensors != 0 ? MaxTensors : 8 * T < 65535 ? 8 * T : 65535;
+  constexpr std::size_t O2 = MaxOps != 0 ? MaxOps : 4 * O;
+  plan<T2, O2> step(forward.mesh(), forward.semantics());
+  detail::step_builder<T, O, T2, O2>(forward, step, options).build(loss);
+  return step;
+}
+
+}  // namespace ctspmd::model
+
+#endif
