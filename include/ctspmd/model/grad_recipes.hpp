@@ -13,7 +13,11 @@
 ///   downstream gives output K a gradient; absent when output K is);
 /// - `g*`: the gradients of every output, in order (split's grad, concat, reads them all);
 /// - `-`: an absent optional input;
-/// - after `>`, `dK`: the gradient of input K (absent where input K is).
+/// - after `>`, `dK`: the gradient of input K (absent where input K is); `dK=` the same, pinned
+///   to input K's layout without its partial status: an `assign` is where a plan reshards (a
+///   gather, a reduce), and the gradient goes back as the reverse reshard (Megatron's pairs:
+///   all-gather forward, reduce-scatter backward, and the other way round; an all-reduce of a
+///   partial sum forward, nothing backward).
 /// An empty grad name marks an operator no gradient flows through (its outputs are indices,
 /// counts or constants).
 
@@ -34,7 +38,7 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"add", "add_grad", "i0 i1 g0 > d0 d1"},
     {"argmax", "", ""},
     {"argmin", "", ""},
-    {"assign", "assign", "g0 > d0"},
+    {"assign", "assign", "g0 > d0="},
     {"c_embedding", "c_embedding_grad", "i0 i1 g0 > d0"},
     {"cast", "cast", "g0 > d0"},
     {"cos", "cos_grad", "i0 g0 > d0"},

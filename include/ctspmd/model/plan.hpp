@@ -124,7 +124,8 @@ struct tensor_info {
   tensor_role role = tensor_role::value;
   std::int64_t role_of = -1;    ///< the tensor whose gradient or state it is (`name` is that tensor's)
   /// Pinned, like an annotation, to the layout tensor `layout_of` has when the operator writing
-  /// it runs (a training step's updated parameter keeps the parameter's layout), or -1.
+  /// it runs, without its partial status (a training step's updated parameter keeps the
+  /// parameter's layout), or -1.
   std::int64_t layout_of = -1;
 };
 

@@ -552,9 +552,12 @@ class propagator {
     const auto& info = p_.tensor_at(t);
     return info.annotated || (info.layout_of >= 0 && out_.known_[static_cast<size_t>(info.layout_of)]);
   }
-  constexpr const tensor_dist_attr& pinned_attr(size_t t) const {
+  constexpr tensor_dist_attr pinned_attr(size_t t) const {
     const auto& info = p_.tensor_at(t);
-    return info.annotated ? info.annotation : out_.attrs_[static_cast<size_t>(info.layout_of)];
+    if (info.annotated) return info.annotation;
+    tensor_dist_attr a = out_.attrs_[static_cast<size_t>(info.layout_of)];
+    a.clean_partial_status();
+    return a;
   }
 
   using specs = static_vector<dist_tensor_spec, max_operands>;

@@ -246,6 +246,10 @@ class step_builder {
         }
         const auto t = op.inputs[k];
         const auto d = gradient_of(t);
+        if (at < text.size() && text[at] == '=') {
+          ++at;
+          p_.tensors_[d].layout_of = static_cast<std::int64_t>(t);
+        }
         b.outputs.push_back(d);
         if (requires_grad_[t]) add_part(t, d);
       }
@@ -309,9 +313,10 @@ class step_builder {
         raise(make_error(error_kind::invalid_argument, "training_step",
                          "shard_optimizer_states_on is mesh dim {}, but the mesh has {} dims", m, p_.mesh_.ndim()));
       const std::int64_t n = p_.mesh_.dim_size(m);
-      multi_dims_mapping mapping(param.shape.size(), mesh_dims{});
+      multi_dims_mapping mapping =
+          param.annotated ? param.annotation.multi_dims_mapping() : multi_dims_mapping(param.shape.size(), mesh_dims{});
       for (size_t d = 0; d < param.shape.size(); ++d) {
-        const bool free = !param.annotated || param.annotation.mesh_dims_of(d).empty();
+        const bool free = mapping[d].empty() && !(param.annotated && param.annotation.shards(m));
         if (free && param.shape[d] > 0 && param.shape[d] % n == 0) {
           mapping[d] = mesh_dims{m};
           state.annotated = true;
@@ -321,6 +326,7 @@ class step_builder {
       }
     }
     const auto moment1 = add(state), moment2 = add(state);
+    state.annotated = false;
     operator_info u{"adamw", param.name, {}, {}, rules::adamw_attributes{}, &forward_thunk<rules::adamw>,
                     &backward_thunk<rules::adamw>, phase::optimizer};
     for (auto x : {static_cast<std::uint16_t>(t), g, learning_rate_, moment1, moment2, absent_, beta1_pow_, beta2_pow_})
@@ -331,7 +337,6 @@ class step_builder {
     updated.producer = -1;
     updated.layout_of = static_cast<std::int64_t>(t);
     u.outputs.push_back(add(updated));
-    state.annotated = false;
     u.outputs.push_back(add(state));
     u.outputs.push_back(add(state));
     u.outputs.push_back(add({"", {}, 4, false, {}, -1}));

@@ -1,0 +1,160 @@
+// A Llama-style decoder's sharding plan (Llama-3-8B's sizes) on a [dp, mp] mesh, for a whole
+// training step: RMSNorm, rotary embeddings, grouped-query flash attention and a SwiGLU MLP,
+// with Megatron-LM's tensor parallelism (column-parallel q/k/v and gate/up projections, then
+// row-parallel output projections) and, as a variant, sequence parallelism.
+//
+// As Megatron (and Paddle's Llama) write them, the two points where a tensor-parallel region
+// begins and ends are operators of their own: `*.gather` before the column-parallel
+// projections, `*.reduce` after the row-parallel one. Without sequence parallelism both hold the
+// activations replicated over mp, so the gather moves nothing and the reduce is an all-reduce of
+// the partial sums; with it the activations outside the regions are split along the sequence
+// over mp, so the gather is an all-gather and the reduce a reduce-scatter.
+#ifndef CTSPMD_EXAMPLES_LLAMA_PLAN_HPP
+#define CTSPMD_EXAMPLES_LLAMA_PLAN_HPP
+
+#include <ctspmd/model/propagate.hpp>
+#include <ctspmd/model/training.hpp>
+
+namespace llama {
+
+using namespace ctspmd;
+
+// Llama-3-8B (Meta's published config): hidden 4096, 32 layers, 32 query heads and 8 key/value
+// heads of 128, intermediate (SwiGLU) size 14336, vocabulary 128256, context 8192.
+inline constexpr std::int64_t hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128, ffn = 14336;
+inline constexpr std::int64_t vocab = 128256, seq = 8192, layers = 32;
+inline constexpr std::int64_t dp = 2, mp = 8, batch = 2;  // mesh [dp, mp]; one sequence per dp rank
+inline constexpr auto bf16 = model::bfloat16;
+inline constexpr auto int64 = model::int64;
+inline constexpr process_mesh mesh({dp, mp});
+
+enum class variant {
+  tensor_parallel,
+  sequence_parallel,
+  down_weight_by_columns,  ///< the MLP's down projection split on its output dim: not Megatron's
+};
+
+using plan_type = model::plan<72, 40>;
+
+/// The forward plan of a decoder with `Layers` layers (one repeated block) and its loss.
+template <std::size_t Layers, variant V = variant::tensor_parallel>
+struct forward {
+  plan_type plan{mesh};
+  model::tensor_id loss{};
+
+  constexpr forward() {
+    constexpr bool sp = V == variant::sequence_parallel;
+    auto& p = plan;
+    using model::tensor_id;
+    const tensor_shape act{batch, seq, hidden};
+    const dims_mapping outside = sp ? dims_mapping{0, 1, -1} : dims_mapping{0, -1, -1};  // between the regions
+    const dims_mapping inside{0, -1, -1};
+
+    auto ids = p.tensor("ids", {batch, seq}, {0, -1}, int64);
+    auto wte = p.parameter("wte", {vocab, hidden}, {1, -1}, bf16);  // vocabulary-parallel embedding
+    auto emb = p.tensor("emb", act, bf16);
+    // Megatron's vocabulary-parallel embedding: each device looks up the ids in its rows (others
+    // give zeros), so the output is partial over mp.
+    p.op<"c_embedding">({wte, ids}, {emb}, {.vocab_size = vocab}, "embed");
+    auto x0 = p.tensor("x0", act, outside, bf16);
+    p.op<"assign">({emb}, {x0}, {}, "embed.reduce");
+    // Rotary tables [1, seq, 1, head_dim] and positions, the same in every layer.
+    auto sin = p.tensor("rope.sin", {1, seq, 1, head_dim}, bf16), cos = p.tensor("rope.cos", {1, seq, 1, head_dim}, bf16);
+    auto pos = p.tensor("position_ids", {batch, seq}, {0, -1}, int64);
+
+    auto out = p.repeat(Layers, x0, [&](plan_type& b, tensor_id x) {
+      // ---- attention ----
+      auto ln1_w = b.parameter("ln1.weight", {hidden}, bf16);
+      auto ln1 = b.tensor("ln1", act, bf16), ln1_invvar = b.tensor("ln1.invvar", {batch, seq});
+      b.op<"rms_norm">({x, ln1_w}, {ln1, ln1_invvar}, {}, "ln1");
+      auto h = b.tensor("attn.in", act, inside, bf16);
+      b.op<"assign">({ln1}, {h}, {}, "attn.gather");
+      auto wq = b.parameter("wq", {hidden, heads * head_dim}, {-1, 1}, bf16);  // column parallel
+      auto wk = b.parameter("wk", {hidden, kv_heads * head_dim}, {-1, 1}, bf16);
+      auto wv = b.parameter("wv", {hidden, kv_heads * head_dim}, {-1, 1}, bf16);
+      auto q = b.tensor("q", {batch, seq, heads * head_dim}, bf16);
+      auto k = b.tensor("k", {batch, seq, kv_heads * head_dim}, bf16);
+      auto v = b.tensor("v", {batch, seq, kv_heads * head_dim}, bf16);
+      b.op<"matmul">({h, wq}, {q}, {}, "attn.q");
+      b.op<"matmul">({h, wk}, {k}, {}, "attn.k");
+      b.op<"matmul">({h, wv}, {v}, {}, "attn.v");
+      auto q4 = b.tensor("q.heads", {batch, seq, heads, head_dim}, bf16);
+      auto k4 = b.tensor("k.heads", {batch, seq, kv_heads, head_dim}, bf16);
+      auto v4 = b.tensor("v.heads", {batch, seq, kv_heads, head_dim}, bf16);
+      b.op<"reshape">({q}, {q4}, {.shape = {batch, seq, heads, head_dim}}, "attn.q.heads");
+      b.op<"reshape">({k}, {k4}, {.shape = {batch, seq, kv_heads, head_dim}}, "attn.k.heads");
+      b.op<"reshape">({v}, {v4}, {.shape = {batch, seq, kv_heads, head_dim}}, "attn.v.heads");
+      auto no_v = b.tensor("rope.no_v", {}), no_v_out = b.tensor("rope.no_v.out", {});
+      auto qr = b.tensor("q.rope", {batch, seq, heads, head_dim}, bf16);
+      auto kr = b.tensor("k.rope", {batch, seq, kv_heads, head_dim}, bf16);
+      b.op<"fused_rope">({q4, k4, no_v, sin, cos, pos}, {qr, kr, no_v_out}, {}, "attn.rope");
+      auto ctx = b.tensor("ctx", {batch, seq, heads, head_dim}, bf16);
+      auto probs = b.tensor("attn.softmax", {batch, heads, seq, seq}, bf16);
+      auto lse = b.tensor("attn.lse", {batch, heads, seq}), seed = b.tensor("attn.seed", {2}, int64);
+      b.op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true}, "attn.core");
+      auto ctx_flat = b.tensor("ctx.flat", act, bf16);
+      b.op<"reshape">({ctx}, {ctx_flat}, {.shape = {batch, seq, hidden}}, "attn.merge");
+      auto wo = b.parameter("wo", {heads * head_dim, hidden}, {1, -1}, bf16);  // row parallel
+      auto o = b.tensor("attn.o", act, bf16);
+      b.op<"matmul">({ctx_flat, wo}, {o}, {}, "attn.o");  // partial over mp
+      auto attn = b.tensor("attn.out", act, outside, bf16);
+      b.op<"assign">({o}, {attn}, {}, "attn.reduce");
+      auto x1 = b.tensor("x1", act, bf16);
+      b.op<"add">({x, attn}, {x1}, {}, "attn.residual");
+
+      // ---- SwiGLU MLP ----
+      auto ln2_w = b.parameter("ln2.weight", {hidden}, bf16);
+      auto ln2 = b.tensor("ln2", act, bf16), ln2_invvar = b.tensor("ln2.invvar", {batch, seq});
+      b.op<"rms_norm">({x1, ln2_w}, {ln2, ln2_invvar}, {}, "ln2");
+      auto m = b.tensor("mlp.in", act, inside, bf16);
+      b.op<"assign">({ln2}, {m}, {}, "mlp.gather");
+      auto w_gate = b.parameter("w_gate", {hidden, ffn}, {-1, 1}, bf16);  // column parallel
+      auto w_up = b.parameter("w_up", {hidden, ffn}, {-1, 1}, bf16);
+      auto gate = b.tensor("gate", {batch, seq, ffn}, bf16), up = b.tensor("up", {batch, seq, ffn}, bf16);
+      b.op<"matmul">({m, w_gate}, {gate}, {}, "mlp.gate");
+      b.op<"matmul">({m, w_up}, {up}, {}, "mlp.up");
+      auto act_ffn = b.tensor("swiglu", {batch, seq, ffn}, bf16);
+      b.op<"swiglu">({gate, up}, {act_ffn}, {}, "mlp.swiglu");
+      auto w_down = V == variant::down_weight_by_columns ? b.parameter("w_down", {ffn, hidden}, {-1, 1}, bf16)
+                                                         : b.parameter("w_down", {ffn, hidden}, {1, -1}, bf16);  // row parallel
+      auto d = b.tensor("mlp.d", act, bf16);
+      b.op<"matmul">({act_ffn, w_down}, {d}, {}, "mlp.down");  // partial over mp
+      auto down = b.tensor("mlp.out", act, outside, bf16);
+      b.op<"assign">({d}, {down}, {}, "mlp.reduce");
+      auto x2 = b.tensor("x2", act, bf16);
+      b.op<"add">({x1, down}, {x2}, {}, "mlp.residual");
+      return x2;
+    });
+
+    auto norm_w = p.parameter("norm.weight", {hidden}, bf16);
+    auto normed = p.tensor("norm", act, bf16), norm_invvar = p.tensor("norm.invvar", {batch, seq});
+    p.op<"rms_norm">({out, norm_w}, {normed, norm_invvar}, {}, "norm");
+    auto head_in = p.tensor("head.in", act, inside, bf16);
+    p.op<"assign">({normed}, {head_in}, {}, "head.gather");
+    auto w_lm = p.parameter("lm_head", {hidden, vocab}, {-1, 1}, bf16);  // vocabulary parallel
+    auto logits = p.tensor("logits", {batch, seq, vocab}, bf16);
+    p.op<"matmul">({head_in, w_lm}, {logits}, {}, "lm_head");
+    auto labels = p.tensor("labels", {batch, seq, 1}, {0, -1, -1}, int64);
+    auto probs = p.tensor("softmax", {batch, seq, vocab}), token_loss = p.tensor("loss", {batch, seq, 1});
+    // Megatron's vocabulary-parallel cross entropy: each device holds a slice of the vocabulary.
+    p.op<"c_softmax_with_cross_entropy">({logits, labels}, {probs, token_loss}, {.nranks = mp}, "loss");
+    loss = token_loss;
+  }
+};
+
+template <std::size_t Layers, variant V = variant::tensor_parallel>
+constexpr auto make_forward() {
+  return forward<Layers, V>{}.plan;
+}
+
+/// The training step: forward, backward, adamw and the data-parallel gradient all-reduce (or,
+/// with `zero`, the reduce-scatter and all-gather of ZeRO-sharded optimizer states).
+template <std::size_t Layers, variant V = variant::tensor_parallel, bool Zero = false>
+constexpr auto make_step() {
+  const forward<Layers, V> f;
+  return model::training_step(f.plan, f.loss, {.shard_optimizer_states_on = Zero ? 0 : -1});
+}
+
+}  // namespace llama
+
+#endif
