@@ -604,6 +604,8 @@ class propagator {
   constexpr void run_op(size_t i, std::int64_t block) {
     auto& o = out_;
     const auto& op = p_.op_at(i);
+    for (auto t : op.inputs)  // a plan input pinned to another tensor's layout takes it when first read
+      if (!o.known_[t] && p_.tensor_at(t).producer == -1 && is_pinned(t)) write(t, pinned_attr(t));
     if (auto st = specs_of(in_, op.inputs, nullptr); !st) return fail(i, st.error());
     if (auto st = op.forward(cleared(fwd_), span(in_), op.attributes, p_.semantics()); !st)
       return fail(i, st.error(), blame(op));

@@ -9,11 +9,12 @@
 /// `training_step(p, loss)` returns a plan holding `p`'s operators (phase `forward`), then:
 /// - **backward**: the operators in reverse order, each through its grad operator (the recipes of
 ///   grad_recipes.hpp: `matmul` through `matmul_grad`, `split` through `concat`, ...). The loss's
-///   gradient is a plan input laid out as its first consumer needs (each device makes its ones).
+///   gradient is a plan input laid out as the loss, without its partial status (each device
+///   makes its ones).
 ///   A tensor read by several operators gets one gradient part from each; the parts are summed by
 ///   an `add_n` (which keeps a partial status all of them share: the sum stays partial until
 ///   reduced). A gradient nothing gives (an output no later operator reads) is zeros, laid out as
-///   its reader needs. Gradients flow only where they can reach a parameter: an operator none of
+///   that output (partial status aside). Gradients flow only where they can reach a parameter: an operator none of
 ///   whose inputs is a parameter or computed from one has no grad operator. An operator with no
 ///   recipe on that path is an error naming it; operators with an empty recipe (argmax, numel,
 ///   comparisons, ...) pass no gradient.
@@ -78,9 +79,9 @@ class step_builder {
     learning_rate_ = add({"learning_rate", {1}, 4, false, {}, -1});
     beta1_pow_ = add({"beta1_pow", {1}, 4, false, {}, -1});
     beta2_pow_ = add({"beta2_pow", {1}, 4, false, {}, -1});
-    const auto& l = p_.tensors_[loss.index];
-    add_part(loss.index, add({l.name, l.shape, l.element_bytes, false, {}, -1, false, tensor_role::gradient,
-                              static_cast<std::int64_t>(loss.index)}));
+    const auto seed = gradient_of(loss.index);
+    p_.tensors_[seed].layout_of = static_cast<std::int64_t>(loss.index);
+    add_part(loss.index, seed);
     // Operators in reverse order, a block's as its backward block.
     std::size_t block = f_.block_count_;
     for (std::size_t i = f_.op_count_; i-- > 0;) {
@@ -259,8 +260,10 @@ class step_builder {
   /// The gradient of output t, zeros where none reaches it, absent where t is.
   constexpr std::uint16_t output_gradient(std::uint16_t t) {
     if (absent(p_.tensors_[t])) return absent_;
-    const auto g = gradient(t);
-    return g != none ? g : gradient_of(t);  // zeros: a plan input laid out as its reader needs
+    if (const auto g = gradient(t); g != none) return g;
+    const auto zeros = gradient_of(t);  // a plan input, laid out as t
+    p_.tensors_[zeros].layout_of = t;
+    return zeros;
   }
 
   /// The backward pass of forward block fb: a block of as many runs, reading the gradient of the

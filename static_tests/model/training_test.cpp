@@ -1,0 +1,204 @@
+#include <ctspmd/model/propagate.hpp>
+#include <ctspmd/model/training.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using model::collective;
+using model::phase;
+using model::tensor_id;
+using ctspmd_test::constant_evaluates;
+
+constexpr process_mesh mesh({2, 4});  // [dp, mp]
+using small_plan = model::plan<16, 8>;
+
+// ==== a two-layer MLP, Megatron style: column- then row-parallel, batch split over dp ===========
+// x [8, 16] on dp; w1 [16, 32] columns on mp; relu; w2 [32, 16] rows on mp; y = loss.
+constexpr auto mlp() {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 16}, {0, -1});
+  auto w1 = p.parameter("w1", {16, 32}, {-1, 1});
+  auto h = p.tensor("h", {8, 32});
+  p.op<"matmul">({x, w1}, {h}, {}, "up");
+  auto a = p.tensor("a", {8, 32});
+  p.op<"relu">({h}, {a}, {}, "act");
+  auto w2 = p.parameter("w2", {32, 16}, {1, -1});
+  auto y = p.tensor("y", {8, 16});
+  p.op<"matmul">({a, w2}, {y}, {}, "down");
+  return p;
+}
+constexpr auto mlp_step() { return model::training_step(mlp(), {5}); }
+constexpr auto step = mlp_step();
+// Tensors 0-5 are the forward plan's; then the absent operand, learning_rate, the beta pows
+// (6-9) and the loss's gradient (10).
+static_assert(step.op_count() == 3 + 3 + 2 && step.block_count() == 0);
+// The backward operators, last forward operator first, and what they read and write.
+static_assert(step.op_at(3).rule == "matmul_grad" && step.op_at(3).label == "down" && step.op_at(3).phase == phase::backward);
+static_assert(step.op_at(3).inputs.size() == 3 && step.op_at(3).inputs[0] == 3 && step.op_at(3).inputs[1] == 4 &&
+              step.op_at(3).inputs[2] == 10);
+static_assert(step.op_at(4).rule == "relu_grad" && step.op_at(4).inputs[0] == 3);  // relu_grad(out, out_grad)
+static_assert(step.op_at(4).inputs[1] == step.op_at(3).outputs[0]);                // the gradient of a
+static_assert(step.op_at(5).rule == "matmul_grad" && step.op_at(5).inputs[2] == step.op_at(4).outputs[0]);
+static_assert(step.op_at(6).rule == "adamw" && step.op_at(6).phase == phase::optimizer && step.op_at(6).label == "w1");
+static_assert(step.op_at(6).inputs[0] == 1 && step.op_at(6).inputs[1] == step.op_at(5).outputs[1]);
+static_assert(step.op_at(7).rule == "adamw" && step.op_at(7).inputs[0] == 4 && step.op_at(7).inputs[1] == step.op_at(3).outputs[1]);
+static_assert(step.tensor_at(10).role == model::tensor_role::gradient && step.tensor_at(10).role_of == 5);
+static_assert(step.tensor_at(step.op_at(6).outputs[0]).layout_of == 1);  // the updated w1 keeps w1's layout
+
+constexpr auto r = model::verified<mlp_step>();
+// Layouts, worked by hand. y = a w2 is partial over mp; its gradient g(y) is laid out as y
+// without the partial status: [0, -1]. g(a) = g(y) w2ᵀ: [0, 1]; g(w2) = aᵀ g(y): [1, -1], partial over
+// dp (each dp rank sums its batch rows). g(h) as a; g(x) = g(h) w1ᵀ: [0, -1] partial over mp;
+// g(w1) = xᵀ g(h): [-1, 1] partial over dp.
+static_assert(r.dims_mapping({10}) == dims_mapping{0, -1} && !r.attr({10}).is_partial());
+constexpr auto g = [](std::size_t op, std::size_t k) { return tensor_id{step.op_at(op).outputs[k]}; };
+static_assert(r.dims_mapping(g(3, 0)) == dims_mapping{0, 1} && !r.attr(g(3, 0)).is_partial());
+static_assert(r.dims_mapping(g(3, 1)) == dims_mapping{1, -1} && r.attr(g(3, 1)).partial_dims() == mesh_dims{0});
+static_assert(r.dims_mapping(g(4, 0)) == dims_mapping{0, 1});
+static_assert(r.dims_mapping(g(5, 0)) == dims_mapping{0, -1} && r.attr(g(5, 0)).partial_dims() == mesh_dims{1});
+static_assert(r.dims_mapping(g(5, 1)) == dims_mapping{-1, 1} && r.attr(g(5, 1)).partial_dims() == mesh_dims{0});
+// The step sends: nothing forward or backward; per parameter one all-reduce over dp of its
+// gradient, 16 x 32 x 4 bytes over 4 mp devices = 512 bytes local, 2 (2 - 1) / 2 x 512 sent.
+static_assert(r.count() == 2 && r.count(phase::optimizer, collective::all_reduce) == 2);
+static_assert(r.count(phase::forward, collective::all_reduce) == 0 && r.count(phase::backward, collective::all_reduce) == 0);
+static_assert(r.bytes(phase::optimizer, collective::all_reduce) == 2 * 512);
+static_assert(r.reshard_at(0).mesh_dim == 0 && r.reshard_at(0).phase == phase::optimizer && r.reshard_at(0).operand == 1);
+static_assert(r.expect_in_block(step, -1, phase::optimizer, collective::all_reduce, 2));
+static_assert(r.expect_in_block(step, -1, phase::backward, collective::all_gather, 0));
+static_assert(!constant_evaluates<[] { return r.expect_in_block(step, -1, phase::optimizer, collective::all_reduce, 3); }>);
+static_assert(!constant_evaluates<[] { return r.expect_in_block(step, -1, phase::optimizer, collective::all_gather, 0); }>);
+
+// ==== ZeRO: optimizer states sharded over dp: reduce-scatter, then all-gather =====================
+constexpr auto zero_step() { return model::training_step(mlp(), {5}, {.shard_optimizer_states_on = 0}); }
+constexpr auto z = model::verified<zero_step>();
+// The moments of w1 ([-1, 1]) are sharded on its first free dim: [0, 1]; those of w2 ([1, -1])
+// on dim 1: [1, 0]. The gradient (partial over dp) is reduce-scattered to that layout, each
+// device updates its shard, and the updated parameter is all-gathered back (an output reshard).
+static_assert(z.count(phase::optimizer, collective::reduce_scatter) == 2 &&
+              z.count(phase::optimizer, collective::all_gather) == 2);
+static_assert(z.count(phase::optimizer, collective::all_reduce) == 0);
+static_assert(z.bytes(phase::optimizer, collective::reduce_scatter) == 2 * 256 &&
+              z.bytes(phase::optimizer, collective::all_gather) == 2 * 256);
+static_assert(z.dims_mapping({zero_step().op_at(6).inputs[3]}) == dims_mapping{0, 1});
+static_assert(z.dims_mapping({zero_step().op_at(7).inputs[3]}) == dims_mapping{1, 0});
+static_assert(z.dims_mapping({zero_step().op_at(6).outputs[0]}) == dims_mapping{-1, 1});
+
+// ==== a tensor read twice: its gradient parts are summed, partial until reduced ================
+// x feeds two column-parallel matmuls; each gives a part of g(x) partial over mp; add_n keeps the
+// shared partial status, and reading it whole (as the residual's grad does) all-reduces once.
+constexpr auto two_readers() {
+  small_plan p(mesh);
+  auto x = p.parameter("x", {8, 16}, {0, -1});
+  auto w1 = p.parameter("w1", {16, 32}, {-1, 1}), w2 = p.parameter("w2", {16, 32}, {-1, 1});
+  auto a = p.tensor("a", {8, 32}), b = p.tensor("b", {8, 32}), c = p.tensor("c", {8, 32});
+  p.op<"matmul">({x, w1}, {a}, {}, "left");
+  p.op<"matmul">({x, w2}, {b}, {}, "right");
+  p.op<"add">({a, b}, {c}, {}, "sum");
+  return model::training_step(p, c);
+}
+constexpr auto tr = two_readers();
+static_assert(tr.op_at(3).rule == "add_grad" && tr.op_at(4).rule == "matmul_grad" && tr.op_at(5).rule == "matmul_grad");
+static_assert(tr.op_at(6).rule == "add_n" && tr.op_at(6).inputs.size() == 2 && tr.op_at(6).phase == phase::backward);
+static_assert(tr.op_at(6).inputs[0] == tr.op_at(4).outputs[0] && tr.op_at(6).inputs[1] == tr.op_at(5).outputs[0]);
+constexpr auto trr = model::propagate(tr);
+static_assert(trr.attr({tr.op_at(6).outputs[0]}).partial_dims() == mesh_dims{1});
+// x's update reads its summed gradient whole: one all-reduce over mp; the weights' gradients
+// are partial over dp: one all-reduce each; x's is also partial over dp? No: x is sharded over
+// dp, so each dp rank's rows are its own.
+//static_assert(trr.count(phase::optimizer, collective::all_reduce) == 3);
+//static_assert(trr.count() == 3);
+
+// ==== a repeated block: its backward pass is a block of as many runs ============================
+constexpr auto layers(bool annotate_source) {
+  model::plan<24, 12> p(mesh);
+  auto x0 = annotate_source ? p.tensor("x0", {8, 16}, {0, -1}) : p.tensor("x0", {8, 16}, {-1, -1});
+  auto out = p.repeat(3, x0, [](model::plan<24, 12>& b, tensor_id x) {
+    auto w1 = b.parameter("w1", {16, 32}, {-1, 1});
+    auto h = b.tensor("h", {8, 32});
+    b.op<"matmul">({x, w1}, {h}, {}, "up");
+    auto w2 = b.parameter("w2", {32, 16}, {1, -1});
+    auto y = b.tensor("y", {8, 16});
+    b.op<"matmul">({h, w2}, {y}, {}, "down");
+    auto z = b.tensor("z", {8, 16}, {0, -1});
+    b.op<"assign">({y}, {z}, {}, "reduce");
+    return z;
+  });
+  auto loss = p.tensor("loss", {8, 16});
+  p.op<"relu">({out}, {loss}, {}, "loss");
+  return model::training_step(p, loss);
+}
+constexpr auto block_step() { return layers(true); }
+constexpr auto bs = block_step();
+static_assert(bs.block_count() == 2 && bs.block_at(1).mirror_of == 0 && bs.block_at(1).count == 3);
+static_assert(bs.op_at(bs.block_at(1).first_op).rule == "assign");  // the body backwards
+constexpr auto br = model::verified<block_step>();
+constexpr auto br_layer_by_layer = model::verified<block_step, model::propagate_options{.induction = false}>();
+// Forward: the row-parallel output is all-reduced once per layer. Backward: the gradient of a
+// layer's input (from the column-parallel matmul) is partial over mp; the layer below reads it
+// whole (its `reduce`'s gradient is laid out as its y without partial status): an all-reduce
+// in every backward run but the last, whose result (x0's gradient) nothing reads. Optimizer:
+// w1 and w2's gradients over dp, per layer.
+static_assert(br.count_in_block(0, phase::forward, collective::all_reduce) == 3);
+static_assert(br.count_in_block(0, phase::backward, collective::all_reduce) == 2);
+static_assert(br.count_in_block(0, phase::optimizer, collective::all_reduce) == 6);
+static_assert(br.count() == 11 && br_layer_by_layer.count() == 11);
+// Induction gives what running every layer gives, entry by entry.
+constexpr bool same_reports(const auto& a, const auto& b) {
+  if (a.reshard_entries() != b.reshard_entries()) return false;
+  for (std::size_t i = 0; i < a.reshard_entries(); ++i)
+    if (!(a.reshard_at(i).times == b.reshard_at(i).times && a.reshard_at(i).op == b.reshard_at(i).op &&
+          a.reshard_at(i).kind == b.reshard_at(i).kind && a.reshard_at(i).phase == b.reshard_at(i).phase))
+      return false;
+  return true;
+}
+static_assert(same_reports(br, br_layer_by_layer));
+
+// A source laid out unlike the block's output: the first layer runs on another layout, and the
+// backward pass's last run (that layer's) reads it. Induction still counts exactly.
+constexpr auto uneven_step() { return layers(false); }
+constexpr auto ur = model::verified<uneven_step>();
+constexpr auto ur_layer_by_layer = model::verified<uneven_step, model::propagate_options{.induction = false}>();
+static_assert(same_reports(ur, ur_layer_by_layer));
+// The first layer reads x0 replicated: its weights' gradients are whole on each dp rank (no
+// all-reduce), and its backward run gathers the gradient to y's first-run layout.
+static_assert(ur.count(phase::optimizer, collective::all_reduce) == 4);
+static_assert(ur.count_in_block(0, phase::backward, collective::all_gather) == 1);
+
+
+// ==== errors ===================================================================================
+// An operator without a grad recipe on the gradient's path.
+static_assert(!constant_evaluates<[] {
+  small_plan p(mesh);
+  auto x = p.parameter("x", {2, 4, 8});
+  auto y = p.tensor("y", {2, 4, 8}), z = p.tensor("z", {2, 4, 4});
+  p.op<"bmm">({x, y}, {z});
+  return model::training_step(p, z).op_count();
+}>);
+// ... but one off it needs none: only y, not a parameter, reaches bmm.
+static_assert(constant_evaluates<[] {
+  small_plan p(mesh);
+  auto w = p.parameter("w", {8, 8});
+  auto x = p.tensor("x", {2, 4, 8}), y = p.tensor("y", {2, 8, 4}), z = p.tensor("z", {2, 4, 4});
+  auto v = p.tensor("v", {2, 4, 8});
+  p.op<"bmm">({x, y}, {z});
+  p.op<"matmul">({x, w}, {v});
+  return model::training_step(p, v).op_count() == 2 + 1 + 1;
+}>);
+// A parameter declared outside a block and read in it.
+static_assert(!constant_evaluates<[] {
+  model::plan<24, 12> p(mesh);
+  auto x0 = p.tensor("x0", {8, 16});
+  auto w = p.parameter("w", {16, 16});
+  auto out = p.repeat(2, x0, [&](model::plan<24, 12>& b, tensor_id x) {
+    auto y = b.tensor("y", {8, 16});
+    b.op<"matmul">({x, w}, {y});
+    return y;
+  });
+  return model::training_step(p, out).op_count();
+}>);
+// A loss that is not a tensor of the plan.
+static_assert(!constant_evaluates<[] { return model::training_step(mlp(), {99}).op_count(); }>);
+// Optimizer states sharded on a mesh dim the mesh does not have.
+static_assert(!constant_evaluates<[] { return model::training_step(mlp(), {5}, {.shard_optimizer_states_on = 2}).op_count(); }>);
+
+int main() {}
