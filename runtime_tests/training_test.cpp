@@ -11,6 +11,7 @@
 using namespace ctspmd;
 using model::collective;
 using model::phase;
+using ctspmd_test::check_error;
 
 namespace {
 template <class A, class B>

@@ -43,13 +43,12 @@ static_assert(tp.expect_in_block(tp_step, -1, phase::optimizer, collective::all_
 static_assert(tp.count() == 4 * L + 2 + 9 * L + 3);
 
 // Data-parallel gradient bytes = the bytes of the parameters a device holds (dp = 2, bf16).
-constexpr std::int64_t h = llama::hidden, kv = llama::kv_heads * llama::head_dim, f = llama::ffn, mp = llama::mp;
+constexpr std::int64_t hid = llama::hidden, kv = llama::kv_heads * llama::head_dim, ffn = llama::ffn, mp = llama::mp;
 constexpr std::int64_t layer_parameter_bytes =
-    2 * ((h * h + 2 * h * kv + h * h + 3 * h * f) / mp + 2 * h);  // sharded projections, replicated norms
+    2 * ((hid * hid + 2 * hid * kv + hid * hid + 3 * hid * ffn) / mp + 2 * hid);  // sharded projections, replicated norms
 static_assert(tp.bytes_in_block(0, phase::optimizer, collective::all_reduce) == L * layer_parameter_bytes);
 
 // ---- with sequence parallelism ----------------------------------------------------------------
-constexpr auto sp_step = llama::make_step<L, llama::variant::sequence_parallel>();
 constexpr auto sp = model::verified<llama::make_step<L, llama::variant::sequence_parallel>>();
 static_assert(sp.count_in_block(0, phase::forward, collective::all_gather) == 2 * L);
 static_assert(sp.count_in_block(0, phase::forward, collective::reduce_scatter) == 2 * L);

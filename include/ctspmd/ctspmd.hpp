@@ -18,6 +18,7 @@
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/model/plan.hpp>
 #include <ctspmd/model/propagate.hpp>
+#include <ctspmd/model/training.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
 #include <ctspmd/rules/add_n.hpp>

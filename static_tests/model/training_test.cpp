@@ -45,43 +45,43 @@ static_assert(step.op_at(7).rule == "adamw" && step.op_at(7).inputs[0] == 4 && s
 static_assert(step.tensor_at(10).role == model::tensor_role::gradient && step.tensor_at(10).role_of == 5);
 static_assert(step.tensor_at(step.op_at(6).outputs[0]).layout_of == 1);  // the updated w1 keeps w1's layout
 
-constexpr auto r = model::verified<mlp_step>();
+constexpr auto mr = model::verified<mlp_step>();
 // Layouts, worked by hand. y = a w2 is partial over mp; its gradient g(y) is laid out as y
 // without the partial status: [0, -1]. g(a) = g(y) w2ᵀ: [0, 1]; g(w2) = aᵀ g(y): [1, -1], partial over
 // dp (each dp rank sums its batch rows). g(h) as a; g(x) = g(h) w1ᵀ: [0, -1] partial over mp;
 // g(w1) = xᵀ g(h): [-1, 1] partial over dp.
-static_assert(r.dims_mapping({10}) == dims_mapping{0, -1} && !r.attr({10}).is_partial());
-constexpr auto g = [](std::size_t op, std::size_t k) { return tensor_id{step.op_at(op).outputs[k]}; };
-static_assert(r.dims_mapping(g(3, 0)) == dims_mapping{0, 1} && !r.attr(g(3, 0)).is_partial());
-static_assert(r.dims_mapping(g(3, 1)) == dims_mapping{1, -1} && r.attr(g(3, 1)).partial_dims() == mesh_dims{0});
-static_assert(r.dims_mapping(g(4, 0)) == dims_mapping{0, 1});
-static_assert(r.dims_mapping(g(5, 0)) == dims_mapping{0, -1} && r.attr(g(5, 0)).partial_dims() == mesh_dims{1});
-static_assert(r.dims_mapping(g(5, 1)) == dims_mapping{-1, 1} && r.attr(g(5, 1)).partial_dims() == mesh_dims{0});
+static_assert(mr.dims_mapping({10}) == dims_mapping{0, -1} && !mr.attr({10}).is_partial());
+constexpr auto grad_at = [](std::size_t op, std::size_t k) { return tensor_id{step.op_at(op).outputs[k]}; };
+static_assert(mr.dims_mapping(grad_at(3, 0)) == dims_mapping{0, 1} && !mr.attr(grad_at(3, 0)).is_partial());
+static_assert(mr.dims_mapping(grad_at(3, 1)) == dims_mapping{1, -1} && mr.attr(grad_at(3, 1)).partial_dims() == mesh_dims{0});
+static_assert(mr.dims_mapping(grad_at(4, 0)) == dims_mapping{0, 1});
+static_assert(mr.dims_mapping(grad_at(5, 0)) == dims_mapping{0, -1} && mr.attr(grad_at(5, 0)).partial_dims() == mesh_dims{1});
+static_assert(mr.dims_mapping(grad_at(5, 1)) == dims_mapping{-1, 1} && mr.attr(grad_at(5, 1)).partial_dims() == mesh_dims{0});
 // The step sends: nothing forward or backward; per parameter one all-reduce over dp of its
 // gradient, 16 x 32 x 4 bytes over 4 mp devices = 512 bytes local, 2 (2 - 1) / 2 x 512 sent.
-static_assert(r.count() == 2 && r.count(phase::optimizer, collective::all_reduce) == 2);
-static_assert(r.count(phase::forward, collective::all_reduce) == 0 && r.count(phase::backward, collective::all_reduce) == 0);
-static_assert(r.bytes(phase::optimizer, collective::all_reduce) == 2 * 512);
-static_assert(r.reshard_at(0).mesh_dim == 0 && r.reshard_at(0).phase == phase::optimizer && r.reshard_at(0).operand == 1);
-static_assert(r.expect_in_block(step, -1, phase::optimizer, collective::all_reduce, 2));
-static_assert(r.expect_in_block(step, -1, phase::backward, collective::all_gather, 0));
-static_assert(!constant_evaluates<[] { return r.expect_in_block(step, -1, phase::optimizer, collective::all_reduce, 3); }>);
-static_assert(!constant_evaluates<[] { return r.expect_in_block(step, -1, phase::optimizer, collective::all_gather, 0); }>);
+static_assert(mr.count() == 2 && mr.count(phase::optimizer, collective::all_reduce) == 2);
+static_assert(mr.count(phase::forward, collective::all_reduce) == 0 && mr.count(phase::backward, collective::all_reduce) == 0);
+static_assert(mr.bytes(phase::optimizer, collective::all_reduce) == 2 * 512);
+static_assert(mr.reshard_at(0).mesh_dim == 0 && mr.reshard_at(0).phase == phase::optimizer && mr.reshard_at(0).operand == 1);
+static_assert(mr.expect_in_block(step, -1, phase::optimizer, collective::all_reduce, 2));
+static_assert(mr.expect_in_block(step, -1, phase::backward, collective::all_gather, 0));
+static_assert(!constant_evaluates<[] { return mr.expect_in_block(step, -1, phase::optimizer, collective::all_reduce, 3); }>);
+static_assert(!constant_evaluates<[] { return mr.expect_in_block(step, -1, phase::optimizer, collective::all_gather, 0); }>);
 
 // ==== ZeRO: optimizer states sharded over dp: reduce-scatter, then all-gather =====================
 constexpr auto zero_step() { return model::training_step(mlp(), {5}, {.shard_optimizer_states_on = 0}); }
-constexpr auto z = model::verified<zero_step>();
+constexpr auto zr = model::verified<zero_step>();
 // The moments of w1 ([-1, 1]) are sharded on its first free dim: [0, 1]; those of w2 ([1, -1])
 // on dim 1: [1, 0]. The gradient (partial over dp) is reduce-scattered to that layout, each
 // device updates its shard, and the updated parameter is all-gathered back (an output reshard).
-static_assert(z.count(phase::optimizer, collective::reduce_scatter) == 2 &&
-              z.count(phase::optimizer, collective::all_gather) == 2);
-static_assert(z.count(phase::optimizer, collective::all_reduce) == 0);
-static_assert(z.bytes(phase::optimizer, collective::reduce_scatter) == 2 * 256 &&
-              z.bytes(phase::optimizer, collective::all_gather) == 2 * 256);
-static_assert(z.dims_mapping({zero_step().op_at(6).inputs[3]}) == dims_mapping{0, 1});
-static_assert(z.dims_mapping({zero_step().op_at(7).inputs[3]}) == dims_mapping{1, 0});
-static_assert(z.dims_mapping({zero_step().op_at(6).outputs[0]}) == dims_mapping{-1, 1});
+static_assert(zr.count(phase::optimizer, collective::reduce_scatter) == 2 &&
+              zr.count(phase::optimizer, collective::all_gather) == 2);
+static_assert(zr.count(phase::optimizer, collective::all_reduce) == 0);
+static_assert(zr.bytes(phase::optimizer, collective::reduce_scatter) == 2 * 256 &&
+              zr.bytes(phase::optimizer, collective::all_gather) == 2 * 256);
+static_assert(zr.dims_mapping({zero_step().op_at(6).inputs[3]}) == dims_mapping{0, 1});
+static_assert(zr.dims_mapping({zero_step().op_at(7).inputs[3]}) == dims_mapping{1, 0});
+static_assert(zr.dims_mapping({zero_step().op_at(6).outputs[0]}) == dims_mapping{-1, 1});
 
 // ==== a tensor read twice: its gradient parts are summed, partial until reduced ================
 // x feeds two column-parallel matmuls; each gives a part of g(x) partial over mp; add_n keeps the

@@ -40,6 +40,7 @@
 /// gradient. The derived plan's capacities are template arguments (0: 8 x the forward plan's
 /// tensors, 4 x its operators), and exceeding them is the usual plan error.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
