@@ -183,6 +183,18 @@ static_assert(constant_evaluates<[] {
   p.op<"matmul">({x, w}, {v});
   return model::training_step(p, v).op_count() == 2 + 1 + 1;
 }>);
+// An output whose gradient its grad operator does not read (topk's indices) passes none: det,
+// which has no grad recipe, may read it on the way to the loss.
+static_assert(constant_evaluates<[] {
+  small_plan p(mesh);
+  auto x = p.parameter("x", {4, 4, 4});
+  auto v = p.tensor("v", {4, 4, 4}), i = p.tensor("i", {4, 4, 4}), d = p.tensor("d", {4}), loss = p.tensor("loss", {4, 4, 4});
+  p.op<"topk">({x}, {v, i}, {.k = 4});
+  p.op<"det">({i}, {d});
+  p.op<"add">({v, d}, {loss});
+  const auto s = model::training_step(p, loss);
+  return s.op_at(3).rule == "add_grad" && s.op_at(4).rule == "topk_grad" && s.op_at(5).rule == "adamw";
+}>);
 // A parameter declared outside a block and read in it.
 static_assert(!constant_evaluates<[] {
   model::plan<24, 12> p(mesh);

@@ -14,10 +14,12 @@
 ///   A tensor read by several operators gets one gradient part from each; the parts are summed by
 ///   an `add_n` (which keeps a partial status all of them share: the sum stays partial until
 ///   reduced). A gradient nothing gives (an output no later operator reads) is zeros, laid out as
-///   that output (partial status aside). Gradients flow only where they can reach a parameter: an operator none of
-///   whose inputs is a parameter or computed from one has no grad operator. An operator with no
-///   recipe on that path is an error naming it; operators with an empty recipe (argmax, numel,
-///   comparisons, ...) pass no gradient.
+///   that output (partial status aside). Gradients flow only where they can reach a parameter:
+///   an operator none of whose inputs is a parameter or computed from one has no grad operator,
+///   and an output whose gradient the recipe's grad operator does not read (an index, a
+///   statistic such as rms_norm's invvar or flash_attention's softmax_lse, a seed) passes none,
+///   as do the outputs of operators with an empty recipe (argmax, numel, comparisons, ...). An
+///   operator with no recipe on the gradient's path is an error naming it.
 /// - **optimizer**: `adamw` on every parameter the loss reaches (param, grad, learning_rate,
 ///   moment1, moment2, -, beta1_pow, beta2_pow), its updated value pinned to the parameter's
 ///   layout (`tensor_info::layout_of`). The data-parallel synchronisation is what the rules then
@@ -143,11 +145,28 @@ class step_builder {
   constexpr void mark_ops(size_t first, size_t end) {
     for (size_t i = first; i < end; ++i) {
       const auto& op = f_.ops_[i];
-      if (op.grad != nullptr && op.grad(op).rule.empty()) continue;  // passes no gradient
       bool any = false;
       for (auto t : op.inputs) any = any || requires_grad_[t];
-      for (auto t : op.outputs) requires_grad_[t] = requires_grad_[t] || any;
+      if (!any) continue;
+      if (op.grad == nullptr) {  // no recipe: every output would need one (an error if reached)
+        for (auto t : op.outputs) requires_grad_[t] = true;
+        continue;
+      }
+      const std::string_view text = op.grad(op).operands;
+      for (size_t j = 0; j < op.outputs.size(); ++j)
+        if (reads_output_gradient(text, j)) requires_grad_[op.outputs[j]] = true;
     }
+  }
+  /// True if a recipe's grad operator reads the gradient of output j (`gj` or `g*`): the outputs
+  /// whose gradients it does not read (indices, statistics such as invvar or softmax_lse, a
+  /// seed) pass no gradient.
+  static constexpr bool reads_output_gradient(std::string_view text, size_t j) {
+    for (size_t at = 0; at < text.size();) {
+      if (text[at++] != 'g') continue;
+      if (at < text.size() && text[at] == '*') return true;
+      if (number(text, at) == j) return true;
+    }
+    return false;
   }
 
   constexpr bool in_block_body(size_t t) const {
