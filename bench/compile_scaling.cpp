@@ -3,8 +3,16 @@
 // - the GPT plans of examples/gpt with LAYERS layers, verified during compilation; INDUCTION=0
 //   runs every layer instead of verifying the repeated block once;
 // - with FLAT_OPS=N instead, a flat plan of N operators: N/4 Megatron MLP blocks written out,
-//   each with its own weights (column-parallel matmul, gelu, row-parallel matmul, residual add).
+//   each with its own weights (column-parallel matmul, gelu, row-parallel matmul, residual add);
+//   with TRAINING=1 as well, that plan's training step (forward, backward, adamw);
+// - with LLAMA_LAYERS=L instead, the training step of examples/llama with L layers (TRAINING=0:
+//   its forward plan only).
 #include "../examples/gpt/gpt_plan.hpp"
+#include "../examples/llama/llama_plan.hpp"
+
+#ifndef TRAINING
+#define TRAINING 0
+#endif
 
 using ctspmd::model::collective;
 
@@ -16,12 +24,12 @@ constexpr auto flat_plan() {
   const tensor_shape act{gpt::batch, gpt::seq, gpt::hidden}, wide{gpt::batch, gpt::seq, gpt::ffn};
   auto x = p.tensor("x", act, {0, -1, -1}, gpt::fp16);
   for (std::size_t i = 0; i < blocks; ++i) {
-    auto w_up = p.tensor("w_up", {gpt::hidden, gpt::ffn}, {-1, 1}, gpt::fp16);  // column parallel
+    auto w_up = p.parameter("w_up", {gpt::hidden, gpt::ffn}, {-1, 1}, gpt::fp16);  // column parallel
     auto up = p.tensor("up", wide, gpt::fp16);
     p.op<"matmul">({x, w_up}, {up});
     auto act_up = p.tensor("up.gelu", wide, gpt::fp16);
     p.op<"gelu">({up}, {act_up});
-    auto w_down = p.tensor("w_down", {gpt::ffn, gpt::hidden}, {1, -1}, gpt::fp16);  // row parallel
+    auto w_down = p.parameter("w_down", {gpt::ffn, gpt::hidden}, {1, -1}, gpt::fp16);  // row parallel
     auto down = p.tensor("down", act, gpt::fp16);
     p.op<"matmul">({act_up, w_down}, {down});  // partial over mp
     auto y = p.tensor("y", act, gpt::fp16);
@@ -30,8 +38,30 @@ constexpr auto flat_plan() {
   }
   return p;
 }
+#if TRAINING
+using ctspmd::model::phase;
+constexpr auto flat_step() { return ctspmd::model::training_step(flat_plan(), {flat_plan().tensor_count() - 1}); }
+constexpr auto flat = ctspmd::model::verified<flat_step>();
+// Forward: each block's partial output is all-reduced at its residual add. Backward: the
+// gradient of a block's input sums the residual's part and the column-parallel matmul's part,
+// partial over mp: reduced in every block but the first (the plan's input needs none).
+// Optimizer: both weights' gradients over dp.
+static_assert(flat.count(phase::forward, collective::all_reduce) == blocks);
+static_assert(flat.count(phase::backward, collective::all_reduce) == blocks - 1);
+static_assert(flat.count(phase::optimizer, collective::all_reduce) == 2 * blocks && flat.count() == 4 * blocks - 1);
+#else
 constexpr auto flat = ctspmd::model::verified<flat_plan>();
 static_assert(flat.count() == blocks && flat.count(collective::all_reduce) == blocks);
+#endif
+#elif defined(LLAMA_LAYERS)
+#if TRAINING
+constexpr auto step = ctspmd::model::verified<llama::make_step<LLAMA_LAYERS>>();
+static_assert(step.expect_in_block(llama::make_step<LLAMA_LAYERS>(), 0, ctspmd::model::phase::backward,
+                                   collective::all_reduce, 2 * LLAMA_LAYERS));
+#else
+constexpr auto forward = ctspmd::model::verified<llama::make_forward<LLAMA_LAYERS>>();
+static_assert(forward.count_in_block(0, collective::all_reduce) == 2 * LLAMA_LAYERS);
+#endif
 #else
 #ifndef LAYERS
 #define LAYERS 12

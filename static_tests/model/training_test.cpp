@@ -108,6 +108,23 @@ static_assert(trr.attr({tr.op_at(6).outputs[0]}).partial_dims() == mesh_dims{1})
 //static_assert(trr.count(phase::optimizer, collective::all_reduce) == 3);
 //static_assert(trr.count() == 3);
 
+// ==== a residual add of a partial sum: all-reduced forward, not again backward ===================
+// add_grad reads x and y for their shapes only (Paddle's no_need_buffer): the partial y, which
+// the forward add read all-reduced, is not reduced again for the grad operator.
+constexpr auto residual() {
+  small_plan p(mesh);
+  auto a = p.tensor("a", {8, 32}, {0, 1});
+  auto w = p.parameter("w", {32, 16}, {1, -1});
+  auto y = p.tensor("y", {8, 16});
+  p.op<"matmul">({a, w}, {y}, {}, "row");
+  auto r = p.tensor("r", {8, 16}, {0, -1}), z = p.tensor("z", {8, 16});
+  p.op<"add">({r, y}, {z}, {}, "residual");
+  return model::training_step(p, z);
+}
+constexpr auto rr = model::propagate(residual());
+static_assert(rr.count(phase::forward, collective::all_reduce) == 1 && rr.count(phase::backward) == 0);
+static_assert(rr.count(phase::optimizer, collective::all_reduce) == 1 && rr.count() == 2);
+
 // ==== a repeated block: its backward pass is a block of as many runs ============================
 constexpr auto layers(bool annotate_source) {
   model::plan<24, 12> p(mesh);

@@ -12,7 +12,10 @@
 /// - `gK`: the gradient of its output K (zeros, laid out as the grad rule needs, when nothing
 ///   downstream gives output K a gradient; absent when output K is);
 /// - `g*`: the gradients of every output, in order (split's grad, concat, reads them all);
-/// - `-`: an absent optional input;
+/// - `sK`: a tensor of input K's shape whose values the grad operator does not read (Paddle's
+///   `no_need_buffer`: add_grad and subtract_grad read x and y for their shapes only), laid out
+///   as the grad operator needs; without it, a forward input that was resharded for the forward
+///   operator (a partial sum all-reduced before a residual add) would be resharded again;
 /// - after `>`, `dK`: the gradient of input K (absent where input K is); `dK=` the same, pinned
 ///   to input K's layout without its partial status: an `assign` is where a plan reshards (a
 ///   gather, a reduce), and the gradient goes back as the reverse reshard (Megatron's pairs:
@@ -35,7 +38,7 @@ struct grad_recipe {
 // Unary elementwise grads read x (`i0`) or out (`o0`) as Paddle's backward ops do; their layouts
 // are the same either way.
 inline constexpr grad_recipe grad_recipes[] = {
-    {"add", "add_grad", "i0 i1 g0 > d0 d1"},
+    {"add", "add_grad", "s0 s1 g0 > d0 d1"},
     {"argmax", "", ""},
     {"argmin", "", ""},
     {"assign", "assign", "g0 > d0="},
@@ -93,7 +96,7 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"sqrt", "sqrt_grad", "o0 g0 > d0"},
     {"square", "square_grad", "i0 g0 > d0"},
     {"squeeze", "squeeze_grad", "i0 g0 > d0"},
-    {"subtract", "subtract_grad", "i0 i1 g0 > d0 d1"},
+    {"subtract", "subtract_grad", "s0 s1 g0 > d0 d1"},
     {"swiglu", "swiglu_grad", "i0 i1 g0 > d0 d1"},
     {"tanh", "tanh_grad", "o0 g0 > d0"},
     {"tile", "tile_grad", "i0 g0 > d0"},

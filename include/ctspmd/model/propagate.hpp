@@ -133,7 +133,10 @@ class propagation {
   constexpr std::size_t count_in_block(std::size_t b, collective kind) const noexcept {
     return sum([&](const reshard& r) { return r.block == static_cast<std::int64_t>(b) && r.kind == kind; });
   }
-  /// Reshards of phase `ph` (of a training step), of `kind`; in block `b`; outside every block.
+  /// Reshards of phase `ph` (of a training step): all, of `kind`, in block `b`, outside every block.
+  constexpr std::size_t count(phase ph) const noexcept {
+    return sum([&](const reshard& r) { return r.phase == ph; });
+  }
   constexpr std::size_t count(phase ph, collective kind) const noexcept {
     return sum([&](const reshard& r) { return r.phase == ph && r.kind == kind; });
   }

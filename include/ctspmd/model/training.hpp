@@ -258,6 +258,10 @@ class step_builder {
       }
       const size_t k = number(text, at);
       if (c == 'i') b.inputs.push_back(k < op.inputs.size() ? op.inputs[k] : absent_);
+      if (c == 's') {  // its shape only: a plan input laid out as the grad operator needs
+        const auto& f = p_.tensors_[op.inputs[k]];
+        b.inputs.push_back(add({f.name, f.shape, f.element_bytes, false, {}, -1}));
+      }
       if (c == 'o') b.inputs.push_back(op.outputs[k]);
       if (c == 'g') b.inputs.push_back(output_gradient(op.outputs[k]));
       if (c == 'd') {
