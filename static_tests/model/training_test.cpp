@@ -224,6 +224,26 @@ static_assert(!constant_evaluates<[] {
   });
   return model::training_step(p, out).op_count();
 }>);
+// A backward operator that cannot run: the failure names its phase and its operands' roles.
+constexpr auto sparse_step() {
+  small_plan p(mesh);
+  auto ids = p.tensor("ids", {8, 4}, {0, -1}, model::int64);
+  auto table = p.parameter("table", {100, 16}, {-1, 1});
+  auto e = p.tensor("e", {8, 4, 16});
+  p.op<"embedding">({ids, table}, {e}, {.sparse = true}, "embed");
+  return model::training_step(p, e);
+}
+constexpr auto sparse = model::try_propagate(sparse_step());
+static_assert(!sparse.ok() && sparse.failed_operator() == 1 && sparse_step().op_at(1).rule == "embedding_grad");
+constexpr bool contains(std::string_view text, std::string_view part) {
+  for (std::size_t i = 0; i + part.size() <= text.size(); ++i)
+    if (text.substr(i, part.size()) == part) return true;
+  return false;
+}
+constexpr auto sparse_text = model::detail::describe_failure(sparse_step(), sparse);
+static_assert(contains(sparse_text.view(), "operator 1 'embed' (embedding_grad, backward)"));
+static_assert(contains(sparse_text.view(), "a sparse weight gradient"));
+
 // A loss that is not a tensor of the plan.
 static_assert(!constant_evaluates<[] { return model::training_step(mlp(), {99}).op_count(); }>);
 // Optimizer states sharded on a mesh dim the mesh does not have.

@@ -704,7 +704,8 @@ constexpr fixed_string<N + 1> to_fixed_string(std::string_view s) {
 }
 
 /// The text of a failed propagation: "operator 15 'attn.out' (matmul), input 0 'ctx.flat' and
-/// input 1 'w_o': tensor axis 'k' is sharded by two different mesh dims, 0 and 1".
+/// input 1 'w_o': tensor axis 'k' is sharded by two different mesh dims, 0 and 1"; in a training
+/// step "operator 40 'attn.out' (matmul_grad, backward), input 2 the gradient of 'attn.out': ...".
 struct failure_text {
   std::array<char, 480> chars{};
   std::size_t size = 0;
@@ -732,6 +733,10 @@ constexpr failure_text describe_failure(const Plan& p, const Propagation& r) {
   t.put(p.op_at(op).name());
   t.put("' (");
   t.put(p.op_at(op).rule);
+  if (p.op_at(op).phase != phase::forward) {  // a training step's backward or optimizer operator
+    t.put(", ");
+    t.put(to_string(p.op_at(op).phase));
+  }
   t.put(")");
   const char* separator = ", input ";
   for (std::size_t k = 0; k < p.op_at(op).inputs.size(); ++k) {
@@ -739,8 +744,9 @@ constexpr failure_text describe_failure(const Plan& p, const Propagation& r) {
     t.put(separator);
     separator = " and input ";
     t.put(static_cast<std::int64_t>(k));
-    t.put(" '");
-    t.put(p.tensor_at(p.op_at(op).inputs[k]).name);
+    const auto& info = p.tensor_at(p.op_at(op).inputs[k]);
+    t.put(info.role == tensor_role::gradient ? " the gradient of '" : info.role == tensor_role::optimizer_state ? " the optimizer state of '" : " '");
+    t.put(info.name);
     t.put("'");
   }
   t.put(": ");
