@@ -3,7 +3,10 @@
 # GCC and Clang at their default constexpr limits:
 # - the GPT plans at 12, 24, 48 and 96 layers, with the repeated layer verified once
 #   (induction) and layer by layer;
-# - flat plans (Megatron MLP blocks written out) of 250, 500 and 1,000 operators;
+# - flat plans (Megatron MLP blocks written out) of 250, 500 and 1,000 operators, forward only
+#   and as training steps (forward, backward, optimizer);
+# - the Llama-3-8B plan of examples/llama at the same layer counts, forward only and its
+#   training step, by induction;
 # - "parsing": the same headers and plan code, nothing verified (subtract it to get the cost
 #   of verification).
 # Usage: bench/compile_scaling.sh [layers...]   (e.g. bench/compile_scaling.sh 12 96)
@@ -26,7 +29,7 @@ run() {  # compiler, plan label, mode label, defines...
   rm -f "$log" "$log.time"
 }
 parse_only=$(mktemp --suffix=.cpp)
-printf '#include "%s/examples/gpt/gpt_plan.hpp"\nint main() {}\n' "$PWD" >"$parse_only"
+printf '#include "%s/examples/gpt/gpt_plan.hpp"\n#include "%s/examples/llama/llama_plan.hpp"\nint main() {}\n' "$PWD" "$PWD" >"$parse_only"
 for cxx in g++ clang++; do
   /usr/bin/time -f "%e %U %M" -o "$parse_only.time" "$cxx" -std=c++20 -O2 -Iinclude -fsyntax-only "$parse_only"
   read -r secs user kb < <(tail -n 1 "$parse_only.time")
@@ -34,5 +37,8 @@ for cxx in g++ clang++; do
   for n in "${layers[@]}"; do run "$cxx" "gpt-$n" induction -DLAYERS="$n" -DINDUCTION=1; done
   for n in "${layers[@]}"; do run "$cxx" "gpt-$n" per-layer -DLAYERS="$n" -DINDUCTION=0; done
   for n in 250 500 1000; do run "$cxx" "flat-$n" flat -DFLAT_OPS="$n"; done
+  for n in 250 500 1000; do run "$cxx" "flat-$n" flat-step -DFLAT_OPS="$n" -DTRAINING=1; done
+  for n in "${layers[@]}"; do run "$cxx" "llama-$n" forward -DLLAMA_LAYERS="$n" -DTRAINING=0; done
+  for n in "${layers[@]}"; do run "$cxx" "llama-$n" step -DLLAMA_LAYERS="$n" -DTRAINING=1; done
 done
 rm -f "$parse_only" "$parse_only.time"
