@@ -40,7 +40,10 @@ constexpr auto flat_plan() {
 }
 #if TRAINING
 using ctspmd::model::phase;
-constexpr auto flat_step() { return ctspmd::model::training_step(flat_plan(), {flat_plan().tensor_count() - 1}); }
+constexpr auto flat_step() {
+  const auto forward = flat_plan();
+  return ctspmd::model::training_step(forward, {forward.tensor_count() - 1});
+}
 constexpr auto flat = ctspmd::model::verified<flat_step>();
 // Forward: each block's partial output is all-reduced at its residual add. Backward: the
 // gradient of a block's input sums the residual's part and the column-parallel matmul's part,

@@ -182,15 +182,19 @@ class propagation {
                        expected));
     return true;
   }
-  /// The same for the reshards of phase `ph` in block `b` (b = -1: outside every block): the
-  /// error names the phase, the operator, the operand and the mesh dim of the first reshard of
-  /// another kind.
+  /// The same for the reshards of phase `ph` in block `b` (b = -1: outside every block), as
+  /// "this phase sends exactly `expected` collectives of `kind` and nothing else": local slices
+  /// and local partials, which send nothing, are not unexpected (unless `kind` is one). The error
+  /// names the phase, the operator, the operand and the mesh dim of the first reshard of another
+  /// kind.
   template <class Plan>
   constexpr bool expect_in_block(const Plan& p, std::int64_t b, phase ph, collective kind, std::size_t expected) const {
     std::size_t n = 0;
     for (std::size_t i = 0; i < reshard_count_; ++i) {
       const auto& r = reshards_[i];
       if (r.block != b || r.phase != ph) continue;
+      const bool sends = r.kind != collective::local_slice && r.kind != collective::local_partial;
+      if (!sends && r.kind != kind) continue;
       if (r.kind != kind)
         raise(make_error(error_kind::precondition_not_met, p.op_at(r.op).name(), phase_format(ph, r.kind, r.on_output),
                          r.op, r.operand, r.mesh_dim));
@@ -420,6 +424,7 @@ class propagator {
     const bool at_block = o.run_ == 0 && o.next_block_ < p_.block_count() && p_.block_at(o.next_block_).first_op == o.next_op_;
     if (at_block) {
       const auto& b = p_.block_at(o.next_block_);
+      settle(b.source.index);
       if (!o.known_[b.source.index])
         return fail(o.next_op_, make_error(error_kind::invalid_argument, "",
                                            "the block's source (tensor {}) has no dist attributes yet", b.source.index));
@@ -550,6 +555,10 @@ class propagator {
     }
   }
 
+  /// A plan input pinned to another tensor's layout takes it when first read.
+  constexpr void settle(size_t t) {
+    if (!out_.known_[t] && p_.tensor_at(t).producer == -1 && is_pinned(t)) write(t, pinned_attr(t));
+  }
   /// An output is pinned by its annotation, or to the layout its `layout_of` tensor has.
   constexpr bool is_pinned(size_t t) const {
     const auto& info = p_.tensor_at(t);
@@ -607,8 +616,7 @@ class propagator {
   constexpr void run_op(size_t i, std::int64_t block) {
     auto& o = out_;
     const auto& op = p_.op_at(i);
-    for (auto t : op.inputs)  // a plan input pinned to another tensor's layout takes it when first read
-      if (!o.known_[t] && p_.tensor_at(t).producer == -1 && is_pinned(t)) write(t, pinned_attr(t));
+    for (auto t : op.inputs) settle(t);
     if (auto st = specs_of(in_, op.inputs, nullptr); !st) return fail(i, st.error());
     if (auto st = op.forward(cleared(fwd_), span(in_), op.attributes, p_.semantics()); !st)
       return fail(i, st.error(), blame(op));

@@ -39,8 +39,8 @@
 ///
 /// Limits (errors naming the tensor or operator): a parameter declared outside a block may not
 /// be read inside it (every run would add to one gradient); a block's input must receive a
-/// gradient. The derived plan's capacities are template arguments (0: 8 x the forward plan's
-/// tensors, 4 x its operators), and exceeding them is the usual plan error.
+/// gradient. The derived plan's capacities are template arguments (0: 6 x the forward plan's
+/// tensors, 3 x its operators: a parameter's update alone adds 9 tensors), and exceeding them is the usual plan error.
 
 #include <array>
 #include <cstddef>
@@ -176,7 +176,12 @@ class step_builder {
   }
   static constexpr bool absent(const tensor_info& t) { return t.shape.empty(); }
 
-  constexpr std::uint16_t add(const tensor_info& t) { return static_cast<std::uint16_t>(p_.add_tensor(t).index); }
+  constexpr std::uint16_t add(const tensor_info& t) {
+    if (p_.tensor_count_ == T2)
+      raise(make_error(error_kind::invalid_argument, "training_step",
+                       "more than {} tensors (raise training_step's MaxTensors)", T2));
+    return static_cast<std::uint16_t>(p_.add_tensor(t).index);
+  }
   /// A new gradient tensor of forward tensor t (written by the operator being built).
   constexpr std::uint16_t gradient_of(size_t t) {
     const auto& f = p_.tensors_[t];
@@ -387,12 +392,12 @@ class step_builder {
 }  // namespace detail
 
 /// The training step of forward plan `forward` whose loss is tensor `loss` (see the file
-/// comment): a plan of `MaxTensors` tensors and `MaxOps` operators (0: 8 and 4 times the forward
+/// comment): a plan of `MaxTensors` tensors and `MaxOps` operators (0: 6 and 3 times the forward
 /// plan's).
 template <std::size_t MaxTensors = 0, std::size_t MaxOps = 0, std::size_t T, std::size_t O>
 constexpr auto training_step(const plan<T, O>& forward, tensor_id loss, const training_options& options = {}) {
-  constexpr std::size_t T2 = MaxTensors != 0 ? MaxTensors : 8 * T < 65535 ? 8 * T : 65535;
-  constexpr std::size_t O2 = MaxOps != 0 ? MaxOps : 4 * O;
+  constexpr std::size_t T2 = MaxTensors != 0 ? MaxTensors : 6 * T < 65535 ? 6 * T : 65535;
+  constexpr std::size_t O2 = MaxOps != 0 ? MaxOps : 3 * O;
   plan<T2, O2> step(forward.mesh(), forward.semantics());
   detail::step_builder<T, O, T2, O2>(forward, step, options).build(loss);
   return step;
