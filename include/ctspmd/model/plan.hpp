@@ -110,7 +110,12 @@ inline constexpr element_size float16 = element_size::of_bytes(2), bfloat16 = el
 
 /// What a tensor holds: a value of the model, or (in a training step) the gradient of a tensor
 /// or the optimizer state of a parameter.
-enum class tensor_role : std::int8_t { value, gradient, optimizer_state };
+enum class tensor_role : std::int8_t {
+  value,
+  gradient,
+  optimizer_state,
+  first_run_layout,  ///< no operator's: keeps the layout a block's first run gave `role_of`
+};
 
 /// A tensor as the plan declares it.
 struct tensor_info {
@@ -176,6 +181,9 @@ struct block_info {
   /// For the backward pass of a block in a training step: the forward block it runs backwards
   /// (its runs are that block's runs, last first), else -1.
   std::int64_t mirror_of = -1;
+  /// For a forward block a training step runs backwards: the first of the tensors that keep
+  /// the layouts of its first run's tensors (input, end_tensor), in order; else 0.
+  std::size_t first_run_at = 0;
   /// The block's number as the user's plan counts blocks (a backward block counts as its forward one).
   constexpr std::size_t number(std::size_t own_index) const noexcept {
     return mirror_of >= 0 ? static_cast<std::size_t>(mirror_of) : own_index;

@@ -316,10 +316,10 @@ class propagation {
   std::array<std::size_t, MaxReshards> touched_{};  ///< entries the run in progress added to
   std::size_t touched_count_ = 0;
   // A block whose backward pass a training step verifies: how its runs differ (0: all alike; 1:
-  // only the first, whose layouts `first_run_` keeps; 2: later ones too), and whether a backward
+  // only the first, whose layouts the plan's `block_info::first_run_at` tensors keep; 2: later
+  // ones too), and whether a backward
   // run is using those layouts.
   std::array<std::uint8_t, max_blocks> runs_differ_{};
-  std::array<tensor_dist_attr, MaxTensors> first_run_{};
   bool first_run_in_use_ = false;
 
  public:
@@ -466,8 +466,8 @@ class propagator {
   constexpr void end_run(const block_info& b) {
     auto& o = out_;
     const size_t self = o.next_block_;
-    if (o.run_ == 1 && mirrored(self))  // keep the first run's layouts for the backward pass
-      for (size_t t = b.input.index; t < b.end_tensor; ++t) o.first_run_[t] = o.attrs_[t];
+    if (o.run_ == 1 && b.first_run_at != 0)  // keep the first run's layouts for the backward pass
+      for (size_t t = b.input.index; t < b.end_tensor; ++t) o.attrs_[b.first_run_at + t - b.input.index] = o.attrs_[t];
     if (o.run_ > 1 && o.changed_) o.runs_differ_[self] = o.run_ == 2 ? 1 : 2;
     if (options_.induction && o.run_ > 1 && !o.changed_) {
       // This run repeated the previous one: so will the rest (but a backward pass's last run,
@@ -493,18 +493,13 @@ class propagator {
     if (o.next_op_ >= p_.op_count()) o.finished_ = true;
   }
 
-  constexpr bool mirrored(size_t block) const {
-    for (size_t b = block + 1; b < p_.block_count(); ++b)
-      if (p_.block_at(b).mirror_of == static_cast<std::int64_t>(block)) return true;
-    return false;
-  }
   /// Exchanges forward block f's tensors' layouts with those of its first run.
   constexpr void swap_first_run(const block_info& f) {
     auto& o = out_;
     for (size_t t = f.input.index; t < f.end_tensor; ++t) {
       const tensor_dist_attr a = o.attrs_[t];
-      o.attrs_[t] = o.first_run_[t];
-      o.first_run_[t] = a;
+      o.attrs_[t] = o.attrs_[f.first_run_at + t - f.input.index];
+      o.attrs_[f.first_run_at + t - f.input.index] = a;
     }
     o.first_run_in_use_ = !o.first_run_in_use_;
   }

@@ -317,6 +317,11 @@ class step_builder {
                                      false, tensor_role::gradient, static_cast<std::int64_t>(f.output.index)});
     add_part(f.output.index, input);
     block_info b{p_.op_count_, 0, f.count, {source}, {input}, {}, 0, static_cast<std::int64_t>(fb)};
+    // Room for the layouts of the forward block's first run, which the last backward run reads.
+    p_.blocks_[fb].first_run_at = p_.tensor_count_;
+    for (size_t t = f.input.index; t < f.end_tensor; ++t)
+      add({f_.tensors_[t].name, f_.tensors_[t].shape, f_.tensors_[t].element_bytes, false, {}, -1, false,
+           tensor_role::first_run_layout, static_cast<std::int64_t>(t)});
     for (size_t i = f.end_op; i-- > f.first_op;) backward_op(i);
     const auto result = gradient(f.input.index);
     if (result == none)
