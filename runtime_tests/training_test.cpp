@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "../examples/llama/llama_plan.hpp"
+#include "../examples/mixtral/mixtral_plan.hpp"
 #include "check_error.hpp"
 
 using namespace ctspmd;
@@ -39,6 +40,16 @@ TEST_CASE("a training step derived at run time propagates as at compile time") {
   for (std::size_t t = 0; t < step.tensor_count(); ++t) CHECK(at_run_time.attr({t}) == at_compile_time.attr({t}));
   CHECK(at_run_time.count_in_block(0, phase::backward, collective::all_gather) == 8);
   CHECK(at_run_time.count_in_block(0, phase::backward, collective::reduce_scatter) == 8);
+}
+
+TEST_CASE("the Mixtral step at run time: the same report, no all-to-all") {
+  constexpr auto at_compile_time = model::verified<mixtral::make_step<3>>();
+  const auto step = mixtral::make_step<3>();
+  const auto at_run_time = model::propagate(step);
+  check_same_report(at_run_time, at_compile_time);
+  CHECK(at_run_time.count_in_block(0, phase::forward, collective::all_gather) == 9);
+  CHECK(at_run_time.count(phase::backward, collective::all_to_all) == 0);
+  check_same_report(at_run_time, model::propagate(step, {.induction = false}));
 }
 
 TEST_CASE("property: a training step's report is the same with induction and layer by layer") {
