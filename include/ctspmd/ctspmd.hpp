@@ -53,6 +53,7 @@
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/pad.hpp>
 #include <ctspmd/rules/reduction.hpp>
+#include <ctspmd/rules/reduction_grad.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>

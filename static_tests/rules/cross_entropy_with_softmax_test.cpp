@@ -221,3 +221,74 @@ constexpr auto hard_back = ce::infer_backward({s24({8, 1024, 50304}, {-1, -1, -1
 static_assert(hard_back.inputs[0].dims_mapping() == dims_mapping{1, -1, 0} &&
               hard_back.inputs[1].dims_mapping() == dims_mapping{1, -1, -1});
 }  // namespace phi_cases
+
+// ==== cross_entropy_with_softmax_grad (label, softmax, loss_grad) -> x_grad =======================
+namespace grad_cases {
+using ceg = ctspmd::rules::cross_entropy_with_softmax_grad;
+using ctspmd_test::co;
+using ctspmd_test::is;
+static_assert(ceg::input_count == operand_count{3} && ceg::output_count == operand_count{1});
+// data parallel: hard labels, the batch dims merged
+constexpr auto g1 = ceg::infer_forward({spec({8, 16, 1}, {0, -1, -1}), spec({8, 16, 1000}, {-1, 1, -1}),
+                                        spec({8, 16, 1}, {-1, -1, -1})});
+static_assert(g1.inputs[0].dims_mapping() == dims_mapping{0, 1, -1} && g1.inputs[1].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(g1.inputs[2].dims_mapping() == dims_mapping{0, 1, -1} && g1.outputs[0].dims_mapping() == dims_mapping{0, 1, -1});
+// vocabulary parallel (hard labels, the class axis last, use_softmax): softmax's class shard kept
+constexpr auto gv = ceg::infer_forward({spec({8, 16, 1}, {0, -1, -1}), spec({8, 16, 1002}, {-1, -1, 1}),
+                                        spec({8, 16, 1}, {0, -1, -1})});
+static_assert(gv.inputs[1].dims_mapping() == dims_mapping{0, -1, 1} && gv.outputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+// ... the grad of forward's vocabulary-parallel layout has that layout
+constexpr auto fv = ce::infer_forward({spec({8, 16, 1002}, {0, -1, 1}), spec({8, 16, 1}, {-1, -1, -1})});
+static_assert(ceg::infer_forward({dist_tensor_spec({8, 16, 1}, fv.inputs[1]), dist_tensor_spec({8, 16, 1002}, fv.outputs[0]),
+                                  dist_tensor_spec({8, 16, 1}, fv.outputs[1])})
+                  .outputs[0] == fv.inputs[0]);
+// the class axis replicated elsewhere: soft labels, a class axis not last, no softmax
+constexpr auto gs = ceg::infer_forward({spec({8, 1002}, {0, 1}), spec({8, 1002}, {-1, 1}), spec({8, 1}, {-1, -1})},
+                                       {.soft_label = true});
+static_assert(gs.inputs[0].dims_mapping() == dims_mapping{0, -1} && gs.inputs[1].dims_mapping() == dims_mapping{0, -1});
+static_assert(gs.outputs[0].dims_mapping() == dims_mapping{0, -1});
+constexpr auto ga = ceg::infer_forward({spec({1, 8}, {-1, 0}), spec({1002, 8}, {1, -1}), spec({1, 8}, {-1, -1})},
+                                       {.axis = 0});
+static_assert(ga.outputs[0].dims_mapping() == dims_mapping{-1, 0} && ga.inputs[1].dims_mapping() == dims_mapping{-1, 0});
+constexpr auto gu = ceg::infer_forward({spec({8, 1}, {0, -1}), spec({8, 1002}, {-1, 1}), spec({8, 1}, {-1, -1})},
+                                       {.use_softmax = false});
+static_assert(gu.outputs[0].dims_mapping() == dims_mapping{0, -1});
+// without use_softmax, softmax may be absent: it comes back as given
+constexpr auto gn = ceg::infer_forward({spec({8, 1002}, {0, 1}), spec({}, {}), spec({8, 1}, {-1, -1})},
+                                       {.use_softmax = false, .soft_label = true});
+static_assert(gn.inputs[1].rank() == 0 && gn.outputs[0].dims_mapping() == dims_mapping{0, -1});
+// partial inputs come back whole; x_grad is not partial
+constexpr auto gp = ceg::infer_forward({spec({8, 1}, {0, -1}), spec({8, 6}, {0, -1}), partial_spec({8, 1}, {0, -1}, {1})});
+static_assert(!gp.inputs[2].is_partial() && !gp.outputs[0].is_partial());
+// fluid refuses one axis on two mesh dims; phi co-shards it (dropping what does not divide)
+static_assert(ceg::try_infer_forward({spec({12, 1}, {0, -1}), spec({12, 6}, {1, -1}), spec({12, 1}, {-1, -1})}).kind() ==
+              error_kind::unimplemented);
+static_assert(is(ceg::infer_forward({spec({12, 1}, {0, -1}), spec({12, 6}, {1, -1}), spec({12, 1}, {-1, -1})}, {},
+                                    semantics::phi)
+                     .outputs[0],
+                 {{1, 0}, {}}));  // the union puts the mesh dim with more shards first
+constexpr process_mesh m3({2, 2, 2});
+static_assert(is(ceg::infer_forward({co(m3, {8, 1}, {{}, {}}), co(m3, {8, 16}, {{1, 0}, {2}}), co(m3, {8, 1}, {{1, 0}, {}})})
+                     .outputs[0],
+                 {{1, 0}, {2}}));
+// errors
+constexpr auto ge = ceg::try_infer_forward({spec({8, 1}, {0, -1}), spec({8, 6, 2}, {0, -1, -1}), spec({8, 1}, {0, -1})});
+static_assert(ge.kind() == error_kind::invalid_argument && ge.error().op == "cross_entropy_with_softmax_grad" &&
+              ge.error().values == vals{2, 2, 3, 0});
+static_assert(ceg::try_infer_forward({spec({8, 2}, {0, -1}), spec({8, 6}, {0, -1}), spec({8, 1}, {0, -1})}).error().values ==
+              vals{1, 2, 0, 0});  // a hard label of size 2
+static_assert(ceg::try_infer_forward({spec({8, 1}, {0, -1}), spec({8, 6}, {0, -1}), spec({8, 6}, {0, -1})}).error().values ==
+              vals{6, 1, 0, 0});  // loss_grad's class dim
+static_assert(ceg::try_infer_forward({spec({8, 1}, {0, -1}), spec({4, 6}, {0, -1}), spec({8, 1}, {0, -1})}).error().values ==
+              vals{0, 4, 8, 0});
+static_assert(ceg::try_infer_forward({spec({8, 5}, {0, -1}), spec({8, 6}, {0, -1}), spec({8, 1}, {0, -1})},
+                                     {.soft_label = true})
+                  .error()
+                  .values == vals{1, 6, 5, 0});
+static_assert(!ceg::try_infer_forward({spec({8, 1}, {0, -1}), spec({8, 6}, {0, -1}), spec({8, 1}, {0, -1})}, {.axis = 2}));
+static_assert(!ceg::try_infer_forward({spec({8, 1}, {0, -1}), spec({}, {}), spec({8, 1}, {0, -1})}));  // softmax needed
+static_assert(!ceg::try_infer_forward({spec({}, {}), spec({}, {}), spec({}, {})}, {.use_softmax = false}));
+static_assert(ceg::try_infer_backward({spec({8, 1}, {0, -1}), spec({8, 6}, {0, -1}), spec({8, 1}, {0, -1})},
+                                      {spec({8, 6}, {0, -1})})
+                  .kind() == error_kind::unimplemented);
+}  // namespace grad_cases

@@ -123,3 +123,47 @@ static_assert(is(rev.inputs[0], {{}, {}, {0}}) && is(rev.outputs[0], {{}, {}, {0
 static_assert(is(softmax::infer_forward({co(m24, {6, 8}, {{1}, {}})}, {}, phi).inputs[0], {{}, {}}));
 static_assert(is(softmax::infer_forward({co(m24, {6, 8}, {{1}, {}})}).inputs[0], {{1}, {}}));
 }  // namespace phi_cases
+
+// ==== softmax_grad (out, out_grad) -> x_grad =====================================================
+namespace grad_cases {
+using ctspmd::rules::softmax_grad;
+using ctspmd_test::co;
+using ctspmd_test::is;
+constexpr auto phi = semantics::phi;
+static_assert(softmax_grad::input_count == operand_count{2} && softmax_grad::output_count == operand_count{1});
+// the axis is replicated in all three; the other dims are merged
+constexpr auto g1 = softmax_grad::infer_forward({spec({4, 16, 32}, {0, -1, 1}), spec({4, 16, 32}, {-1, 1, -1})});
+static_assert(g1.inputs[0].dims_mapping() == dims_mapping{0, 1, -1} && g1.inputs[1].dims_mapping() == dims_mapping{0, 1, -1});
+static_assert(g1.outputs[0].dims_mapping() == dims_mapping{0, 1, -1});
+constexpr auto g2 = softmax_grad::infer_forward({spec({4, 16, 32}, {0, -1, 1}), spec({4, 16, 32}, {0, -1, 1})}, {.axis = 0});
+static_assert(g2.outputs[0].dims_mapping() == dims_mapping{-1, -1, 1} && g2.inputs[0].dims_mapping() == dims_mapping{-1, -1, 1});
+// partial inputs come back whole; x_grad is not partial
+constexpr auto gp = softmax_grad::infer_forward({spec({4, 16}, {0, -1}), partial_spec({4, 16}, {0, -1}, 1)});
+static_assert(!gp.inputs[1].is_partial() && !gp.outputs[0].is_partial());
+// a 0-D softmax (axis -1 or 0)
+static_assert(softmax_grad::infer_forward({spec({}, {}), spec({}, {})}).outputs[0].rank() == 0);
+// fluid: one dim on two mesh dims is refused; phi follows the co-sharded operand and fills in
+static_assert(softmax_grad::try_infer_forward({spec({6, 16}, {0, -1}), spec({6, 16}, {1, -1})}).kind() ==
+              error_kind::unimplemented);
+constexpr process_mesh m3({2, 2, 2});
+constexpr auto gc = softmax_grad::infer_forward({co(m3, {8, 4, 16}, {{0, 1}, {}, {}}), co(m3, {8, 4, 16}, {{}, {2}, {}})},
+                                                {.axis = -1}, phi);
+static_assert(is(gc.outputs[0], {{0, 1}, {2}, {}}) && is(gc.inputs[1], {{0, 1}, {2}, {}}));
+// co-shard under fluid: the lists merge as units
+constexpr auto gf = softmax_grad::infer_forward({co(m3, {8, 4, 16}, {{0, 1}, {}, {}}), co(m3, {8, 4, 16}, {{0, 1}, {}, {2}})});
+static_assert(is(gf.outputs[0], {{0, 1}, {}, {}}));
+// phi: a mesh dim that does not divide its dim is dropped
+static_assert(is(softmax_grad::infer_forward({co(mesh, {3, 16}, {{0}, {}}), co(mesh, {3, 16}, {{1}, {}})}, {}, phi).outputs[0],
+                 {{1}, {}}));
+// errors
+constexpr auto ge1 = softmax_grad::try_infer_forward({spec({4, 16}, {0, -1}), spec({4}, {0})});
+static_assert(ge1.kind() == error_kind::invalid_argument && ge1.error().op == "softmax_grad" &&
+              ge1.error().values == std::array<std::int64_t, 4>{1, 2, 0, 0});
+static_assert(softmax_grad::try_infer_forward({spec({4, 16}, {0, -1}), spec({4, 8}, {0, -1})}).error().values ==
+              std::array<std::int64_t, 4>{1, 8, 16, 0});
+static_assert(softmax_grad::try_infer_forward({spec({4, 16}, {0, -1}), spec({4, 16}, {0, -1})}, {.axis = 2}).kind() ==
+              error_kind::invalid_argument);
+static_assert(!softmax_grad::try_infer_forward({spec({4, 16}, {0, -1})}));
+static_assert(softmax_grad::try_infer_backward({spec({4, 16}, {0, -1}), spec({4, 16}, {0, -1})}, {spec({4, 16}, {0, -1})})
+                  .kind() == error_kind::unimplemented);
+}  // namespace grad_cases

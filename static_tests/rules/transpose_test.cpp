@@ -123,3 +123,34 @@ static_assert(!transpose::infer_backward({spec({4, 6}, {-1, -1})}, {partial_spec
                    .inputs[0]
                    .is_partial());
 }  // namespace phi_cases
+
+// ==== transpose_grad (out_grad) -> x_grad ========================================================
+namespace grad_cases {
+using ctspmd::rules::transpose_grad;
+using ctspmd_test::co;
+using ctspmd_test::is;
+// out_grad [8, 2, 4] = x [2, 4, 8] transposed by {2, 0, 1}: x_grad takes the mapping back
+constexpr auto t1 = transpose_grad::infer_forward({spec({8, 2, 4}, {1, 0, -1})}, {.perm = {2, 0, 1}});
+static_assert(t1.inputs[0].dims_mapping() == dims_mapping{1, 0, -1});
+static_assert(t1.outputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+// the inverse of the forward's inference: transpose then transpose_grad gives x's mapping back
+static_assert(transpose_grad::infer_forward({dist_tensor_spec({8, 2, 4}, fwd.outputs[0])}, {.perm = {2, 0, 1}}).outputs[0] ==
+              x.dist_attr());
+// negative perm entries
+static_assert(transpose_grad::infer_forward({spec({8, 2, 4}, {1, 0, -1})}, {.perm = {-1, 0, -2}}) == t1);
+// a partial out_grad stays partial, and x_grad takes it (phi clears it)
+constexpr auto tp = transpose_grad::infer_forward({partial_spec({8, 2}, {0, -1}, 1)}, {.perm = {1, 0}});
+static_assert(tp.inputs[0].partial_dims() == mesh_dims{1} && tp.outputs[0].partial_dims() == mesh_dims{1});
+static_assert(tp.outputs[0].dims_mapping() == dims_mapping{-1, 0});
+// co-shard lists move with their dim, under both semantics
+constexpr process_mesh m3({2, 2, 2});
+static_assert(is(transpose_grad::infer_forward({co(m3, {8, 4}, {{2, 0}, {1}})}, {.perm = {1, 0}}).outputs[0], {{1}, {2, 0}}));
+static_assert(is(transpose_grad::infer_forward({co(m3, {8, 4}, {{2, 0}, {1}})}, {.perm = {1, 0}}, semantics::phi).outputs[0],
+                 {{1}, {2, 0}}));
+// errors: perm must permute out_grad's dims
+static_assert(transpose_grad::try_infer_forward({spec({8, 2}, {0, -1})}, {.perm = {0}}).kind() == error_kind::invalid_argument);
+static_assert(transpose_grad::try_infer_forward({spec({8, 2}, {0, -1})}, {.perm = {1, 1}}).error().op == "transpose_grad");
+static_assert(!transpose_grad::try_infer_forward({spec({8, 2}, {0, -1})}, {.perm = {0, 2}}));
+static_assert(transpose_grad::try_infer_backward({spec({8, 2}, {0, -1})}, {spec({2, 8}, {-1, 0})}, {.perm = {1, 0}}).kind() ==
+              error_kind::unimplemented);
+}  // namespace grad_cases

@@ -3,7 +3,8 @@
 /// \file The c_softmax_with_cross_entropy rule (phi): the vocabulary-parallel softmax cross
 /// entropy. Inputs logits [..., V] and label [..., 1] (hard labels: a class index per position);
 /// outputs softmax [..., V] = softmax(logits) over the last dim and loss [..., 1] =
-/// -log softmax[label] (0 where label == ignore_index).
+/// -log softmax[label] (0 where label == ignore_index); and its gradient
+/// (`c_softmax_with_cross_entropy_grad`: below).
 ///
 /// Notation: the leading dims are the first rank - 1 letters of `abcdefghijlmnopqrstuvwxyz`, the
 /// vocabulary `k`; logits and softmax are leading + `k`, label and loss leading + `'1'`.
@@ -24,8 +25,21 @@
 /// with the merged mappings and no partial status. Forward from them gives them back (the
 /// round-trip property holds).
 ///
-/// Not registered: its grad rule (phi merges label, softmax and loss_grad, and logits_grad takes
-/// softmax's mapping), which section 7 of the notes does not list.
+/// c_softmax_with_cross_entropy_grad (phi, called forward): inputs softmax, label, loss_grad, in
+/// the order of Paddle's grad kernel and its CSoftmaxWithCrossEntropyGradInferSpmd (section 7 of
+/// the notes has no row for it); attributes as the forward; output logits_grad = (softmax -
+/// onehot(label)) * loss_grad (0 on a row whose label is ignore_index), of softmax's shape.
+/// Notation as forward: softmax and logits_grad leading + `k`, label and loss_grad leading +
+/// `'1'`. Checks (`invalid_argument`): softmax of rank >= 1; the label and loss_grad of its rank,
+/// its leading sizes, and size 1 last. The three are merged (phi merges them; we merge them in
+/// input order, softmax first: first-wins under `fluid`, two mesh dims on one axis being
+/// `unimplemented`; the co-shard union under `phi`, mesh dims that do not divide their axis
+/// dropped), and every input and logits_grad take the merge: the vocabulary keeps softmax's
+/// sharding (each device subtracts the one-hot of the labels in its slice of the vocabulary, as
+/// the kernel does with `rank` and `nranks`), and logits_grad has softmax's mapping, as in phi.
+/// Every input comes back whole (logits_grad is linear in loss_grad, but phi cleans a partial
+/// loss_grad and so do we); logits_grad is not partial. No reverse inference; both semantics
+/// behave the same except for the merge policy.
 
 #include <array>
 #include <cstddef>
@@ -83,7 +97,7 @@ struct c_softmax_with_cross_entropy : rule_base<c_softmax_with_cross_entropy, c_
     return {};
   }
 
- private:
+  /// The labels of logits (leading + `k`) and of the label (leading + `'1'`), checked.
   struct notation {
     axes_string logits, label;
   };
@@ -107,6 +121,43 @@ struct c_softmax_with_cross_entropy : rule_base<c_softmax_with_cross_entropy, c_
     n.logits.push_back('k');
     n.label.push_back(broadcast_label);
     return n;
+  }
+};
+
+/// The gradient rule of c_softmax_with_cross_entropy: inputs softmax, label, loss_grad; output
+/// logits_grad (see the file comment).
+struct c_softmax_with_cross_entropy_grad
+    : rule_base<c_softmax_with_cross_entropy_grad, c_softmax_with_cross_entropy_attributes> {
+  static constexpr std::string_view name = "c_softmax_with_cross_entropy_grad";
+  static constexpr operand_count input_count{3};   // softmax, label, loss_grad
+  static constexpr operand_count output_count{1};  // logits_grad
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
+    const auto& softmax = in[0];
+    const auto& loss_grad = in[2];
+    if (softmax.ndim() < 1)
+      return make_error(error_kind::invalid_argument, "", "softmax must have rank >= 1, but has rank {}", softmax.ndim());
+    const auto n = c_softmax_with_cross_entropy::notate(softmax, in[1]);
+    if (!n) return n.error();
+    if (loss_grad.ndim() != softmax.ndim())
+      return make_error(error_kind::invalid_argument, "", "loss_grad must have softmax's rank {}, but has rank {}",
+                        softmax.ndim(), loss_grad.ndim());
+    tensor_shape want = softmax.shape();
+    want[want.size() - 1] = 1;
+    CTSPMD_TRY(check_same_sizes(loss_grad.shape(), want,
+                                "loss_grad's dim {} has size {}, but must have {} (softmax's, 1 last)"));
+    const std::array<std::string_view, 3> labels{n->logits.view(), n->label.view(), n->label.view()};
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view, 3>(labels), in, s,
+                              {true, false, false, /*drop_indivisible=*/true}));
+    push(info.inputs, softmax.dist_attr(), n->logits, map);
+    push(info.inputs, in[1].dist_attr(), n->label, map);
+    push(info.inputs, loss_grad.dist_attr(), n->label, map);
+    push(info.outputs, softmax.dist_attr(), n->logits, map);  // logits_grad
+    return {};
+  }
+  static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {
+    return no_reverse_inference();
   }
 };
 

@@ -2,7 +2,8 @@
 #define CTSPMD_RULES_CROSS_ENTROPY_WITH_SOFTMAX_HPP
 /// \file The cross_entropy_with_softmax rule (`cross_entropy_with_softmax`,
 /// `softmax_with_cross_entropy`): inputs x (logits) and label; outputs softmax_out =
-/// softmax(x) along `axis` and loss = -sum(label * log(softmax_out)) along `axis`.
+/// softmax(x) along `axis` and loss = -sum(label * log(softmax_out)) along `axis`; and its
+/// gradient (`cross_entropy_with_softmax_grad`, `softmax_with_cross_entropy_grad`: below).
 ///
 /// Notation: the rank(x) - 1 dims other than the class (softmax) axis get the first
 /// rank(x) - 1 letters of `abcdefghijlmnopqrstuvwxyz`; x inserts `k` at `axis`. The label
@@ -39,6 +40,32 @@
 /// still fails, as phi's does.
 ///
 /// Forward then backward gives back forward's inputs (the round-trip property holds).
+///
+/// cross_entropy_with_softmax_grad (phi, called forward; also `softmax_with_cross_entropy_grad`):
+/// inputs label, softmax, loss_grad, in the order of phi's CrossEntropyWithSoftmaxGradInferSpmd
+/// and of Paddle's grad kernel (section 7 of the notes has no row for it); attributes as the
+/// forward; output x_grad (the logits' gradient, of softmax's shape): with use_softmax,
+/// (softmax * sum(label) - label) * loss_grad over the class axis for soft labels, and
+/// (softmax - onehot(label)) * loss_grad for hard ones (0 where label == ignore_index); without
+/// use_softmax (softmax then holds the probabilities x), -label / softmax * loss_grad.
+/// Notation as forward, of loss_grad's rank R: the label and loss_grad have `'1'` at the class
+/// axis (a soft label has `k`), softmax and x_grad `k`. Checks (`invalid_argument`): R >= 1,
+/// axis in [-R, R); the label and softmax of rank R, a hard label and loss_grad of size 1 on
+/// the class axis; softmax's sizes the label's (soft) and loss_grad's off the class axis (-1
+/// matches anything). Without use_softmax, softmax may be absent (shape `[]`, dims mapping
+/// `[]`, as forward's 0-D softmax_out): it then comes back as given and x_grad takes the
+/// label's shape (soft) or loss_grad's mapping with the class axis replicated.
+/// Inference: label, softmax and loss_grad are merged in that order (first-wins under `fluid`,
+/// two mesh dims on one axis being `unimplemented`; the co-shard union under `phi`, mesh dims
+/// that do not divide their axis dropped); every input and x_grad take the merge. The class
+/// axis: where forward may keep it sharded (hard labels, the class axis last, use_softmax: the
+/// c_softmax_with_cross_entropy layout), softmax's sharding of it is kept and x_grad takes it
+/// (each device computes its slice of the classes, as the vocabulary-parallel kernel does);
+/// otherwise it is replicated in softmax, a soft label and x_grad (phi always replicates it,
+/// which would all-gather a vocabulary-parallel softmax: we keep forward's layout instead).
+/// Partial: every input comes back whole (softmax and the label are no sums of parts; x_grad is
+/// linear in loss_grad, but phi cleans a partial loss_grad and so do we); x_grad is not partial.
+/// No reverse inference; both semantics behave the same except for the merge policy.
 
 #include <array>
 #include <cstddef>
@@ -169,6 +196,77 @@ struct cross_entropy_with_softmax : rule_base<cross_entropy_with_softmax, cross_
       return make_error(error_kind::invalid_argument, "",
                         "the class axis {} is sharded by mesh dim {}, which needs use_softmax = true", n.axis, m);
     return {};
+  }
+};
+
+/// The gradient rule of cross_entropy_with_softmax: inputs label, softmax, loss_grad; output
+/// x_grad (see the file comment).
+struct cross_entropy_with_softmax_grad
+    : rule_base<cross_entropy_with_softmax_grad, cross_entropy_with_softmax_attributes> {
+  static constexpr std::string_view name = "cross_entropy_with_softmax_grad";
+  static constexpr operand_count input_count{3};   // label, softmax, loss_grad
+  static constexpr operand_count output_count{1};  // x_grad
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
+    const auto& label = in[0];
+    const auto& softmax = in[1];
+    const auto& loss_grad = in[2];
+    const std::int64_t rank = loss_grad.ndim();
+    if (rank < 1)
+      return make_error(error_kind::invalid_argument, "", "loss_grad must have rank >= 1, but has rank {}", rank);
+    const auto normalized = normalize_axis(attrs.axis, rank, "axis {} is out of range for loss_grad of rank {}");
+    if (!normalized) return normalized.error();
+    const std::size_t axis = *normalized;
+    const bool absent = !attrs.use_softmax && is_absent(softmax);
+    if (label.ndim() != rank || (!absent && softmax.ndim() != rank))
+      return make_error(error_kind::invalid_argument, "",
+                        "the label and softmax must have loss_grad's rank {}, but have ranks {} and {}", rank,
+                        label.ndim(), softmax.ndim());
+    if (loss_grad.shape()[axis] != -1 && loss_grad.shape()[axis] != 1)
+      return make_error(error_kind::invalid_argument, "", "loss_grad has size {} on the class axis {}, but must have 1",
+                        loss_grad.shape()[axis], axis);
+    const std::int64_t classes = label.shape()[axis];
+    if (!attrs.soft_label && classes != -1 && classes != 1)
+      return make_error(error_kind::invalid_argument, "",
+                        "a hard label (soft_label = false) has size 1 on the class axis {}, but has size {}", axis,
+                        classes);
+    tensor_shape off_axis = loss_grad.shape();  // every operand's sizes off the class axis
+    off_axis[axis] = -1;
+    CTSPMD_TRY(check_same_sizes(label.shape(), off_axis, "the label's dim {} has size {}, but loss_grad's has size {}"));
+    if (!absent) {
+      CTSPMD_TRY(check_same_sizes(softmax.shape(), off_axis, "softmax's dim {} has size {}, but loss_grad's has size {}"));
+      if (attrs.soft_label)
+        CTSPMD_TRY(check_same_sizes(softmax.shape(), label.shape(), "softmax's dim {} has size {}, but the label's has size {}"));
+    }
+    const auto letters = try_get_broadcast_axes(rank - 1, rank - 1, alphabets::cross_entropy);
+    if (!letters) return letters.error();
+
+    // The class axis stays sharded only in the c_softmax layout; elsewhere it is '1'.
+    const bool shard_classes = !attrs.soft_label && axis + 1 == static_cast<std::size_t>(rank) && attrs.use_softmax;
+    axes_string x, hard;  // x's labels, and with '1' at the class axis
+    for (std::size_t i = 0, next = 0; i < static_cast<std::size_t>(rank); ++i) {
+      const bool class_axis = i == axis;
+      const char letter = class_axis ? (shard_classes ? 'k' : broadcast_label) : (*letters)[next++];
+      x.push_back(letter);
+      hard.push_back(class_axis ? broadcast_label : letter);
+    }
+    const axes_string& label_labels = attrs.soft_label ? x : hard;
+    const std::array<std::string_view, 3> labels{label_labels.view(), absent ? std::string_view{} : x.view(),
+                                                 hard.view()};
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operands(map, std::span<const std::string_view, 3>(labels), in, s,
+                              {true, false, false, /*drop_indivisible=*/true}));
+    push(info.inputs, label.dist_attr(), label_labels, map);
+    if (absent)
+      info.inputs.push_back(softmax.dist_attr());
+    else
+      push(info.inputs, softmax.dist_attr(), x, map);
+    push(info.inputs, loss_grad.dist_attr(), hard, map);
+    push(info.outputs, (absent ? label : softmax).dist_attr(), x, map);  // x_grad
+    return {};
+  }
+  static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {
+    return no_reverse_inference();
   }
 };
 

@@ -81,6 +81,7 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::topk_attributes, k, axis, largest, sorted
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::numel_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::logsumexp_attributes, axis, keepdim, reduce_all);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::p_norm_attributes, porder, axis, epsilon, keepdim, asvector);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::reduction_grad_attributes, axis, keepdim, reduce_all);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::gather_attributes, axis);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::gather_nd_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::scatter_attributes, overwrite);

@@ -1,6 +1,7 @@
 #ifndef CTSPMD_RULES_SOFTMAX_HPP
 #define CTSPMD_RULES_SOFTMAX_HPP
-/// \file The softmax rule (`softmax`, `log_softmax`): out = softmax(x) along `axis`.
+/// \file The softmax rule (`softmax`, `log_softmax`): out = softmax(x) along `axis`; and its
+/// gradient (`softmax_grad`, `log_softmax_grad`, phi, called forward: below).
 ///
 /// Notation: x and the output both get the first rank(x) letters of
 /// `abcdefghijklmnopqrstuvwxyz`. `axis` is in [-rank, rank) (negative counts from the end).
@@ -24,9 +25,25 @@
 /// The output's mapping, with the softmax axis forced to -1, is merged alone; x takes it,
 /// and the output comes back with it (the axis replicated, not partial), which is exactly
 /// what forward of the inferred x produces.
+///
+/// softmax_grad (phi, called forward; also `log_softmax_grad`): inputs out, out_grad (the
+/// forward's output and its gradient, of one shape: an `invalid_argument` naming the rank or
+/// the dim otherwise), attribute `axis`; output x_grad = out * (out_grad - sum(out * out_grad)
+/// over the axis) (log_softmax: out_grad - exp(out) * sum(out_grad)). Every element needs the
+/// whole axis, so it is replicated in all three; out and out_grad are merged on the other dims
+/// as phi's SoftmaxGradInferSpmd does through its elementwise binary rule: first-wins under
+/// `fluid` (two mesh dims on one dim are `unimplemented`), phi's element-wise merge under `phi`
+/// (the layout of the input with the most co-sharded dims, then the most shards, followed;
+/// the other adds mesh dims nobody uses; a mesh dim that does not divide its dim dropped).
+/// out, out_grad and x_grad take the merge. No input may be partial (each comes back whole;
+/// x_grad is linear in out_grad, but phi cleans a partial out_grad and so do we), and x_grad is
+/// not partial. No reverse inference. Both semantics behave the same except for the merge.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
@@ -62,25 +79,62 @@ struct softmax : rule_base<softmax, softmax_attributes> {
     return infer(info, x, o, attrs, s);
   }
 
+  /// x's labels for `axis`: the first rank letters with `'1'` at the (normalised) axis.
+  static constexpr result<axes_string> labels_for(std::int64_t rank, std::int64_t axis) {
+    const auto letters = first_letters(rank);
+    if (!letters) return letters.error();
+    const std::int64_t bound = rank > 0 ? rank : 1;  // a 0-D x takes axis -1 or 0
+    if (axis < -bound || axis >= bound)
+      return make_error(error_kind::invalid_argument, "", "axis {} is outside [-{}, {}) for x of rank {}", axis, bound,
+                        bound, rank);
+    axes_string labels(*letters);
+    if (rank > 0) labels[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)] = broadcast_label;
+    return labels;
+  }
+
  private:
   /// x and the output as `from`'s mapping makes them, with the softmax axis replicated.
   static constexpr status infer(spmd_info& info, const dist_tensor_spec& x, const dist_tensor_spec& from,
                                 const attributes& attrs, semantics s) {
-    const auto letters = first_letters(x.ndim());
-    if (!letters) return letters.error();
-    const std::int64_t rank = x.ndim();
-    const std::int64_t bound = rank > 0 ? rank : 1;  // a 0-D x takes axis -1 or 0
-    if (attrs.axis < -bound || attrs.axis >= bound)
-      return make_error(error_kind::invalid_argument, "", "axis {} is outside [-{}, {}) for x of rank {}", attrs.axis,
-                        bound, bound, rank);
     // The softmax axis must be replicated: every output element reads all of it.
-    axes_string labels(*letters);
-    if (rank > 0) labels[static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis)] = broadcast_label;
+    const auto labels = labels_for(x.ndim(), attrs.axis);
+    if (!labels) return labels.error();
     axis_to_dim_map map;
-    CTSPMD_TRY(merge_operand(map, labels, from, s, {/*merge_conflicts=*/false, false, false, /*drop_indivisible=*/true}));
-    push(info.inputs, x.dist_attr(), labels, map);
-    push(info.outputs, from.dist_attr(), labels, map);
+    CTSPMD_TRY(merge_operand(map, *labels, from, s, {/*merge_conflicts=*/false, false, false, /*drop_indivisible=*/true}));
+    push(info.inputs, x.dist_attr(), *labels, map);
+    push(info.outputs, from.dist_attr(), *labels, map);
     return {};
+  }
+};
+
+/// The gradient rule of softmax and log_softmax: inputs out, out_grad; output x_grad (see the
+/// file comment).
+struct softmax_grad : rule_base<softmax_grad, softmax_attributes> {
+  static constexpr std::string_view name = "softmax_grad";
+  static constexpr operand_count input_count{2};   // out, out_grad
+  static constexpr operand_count output_count{1};  // x_grad
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
+    const auto& out = in[0];
+    const auto& g = in[1];
+    if (g.ndim() != out.ndim())
+      return make_error(error_kind::invalid_argument, "", "out_grad has rank {}, but out has rank {}", g.ndim(),
+                        out.ndim());
+    CTSPMD_TRY(check_same_sizes(g.shape(), out.shape(), "out_grad dim {} has size {}, but out's has size {}"));
+    const auto labels = softmax::labels_for(out.ndim(), attrs.axis);
+    if (!labels) return labels.error();
+    const std::array<std::string_view, 2> views{labels->view(), labels->view()};
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_specs(map, std::span<const std::string_view, 2>(views), in,
+                           s == semantics::phi ? merge_policy::elementwise : merge_policy::first_wins,
+                           {true, false, false, /*drop_indivisible=*/true}));
+    push(info.inputs, out.dist_attr(), *labels, map);
+    push(info.inputs, g.dist_attr(), *labels, map);
+    push(info.outputs, g.dist_attr(), *labels, map);  // x_grad
+    return {};
+  }
+  static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {
+    return no_reverse_inference();
   }
 };
 

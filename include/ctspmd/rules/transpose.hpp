@@ -1,7 +1,7 @@
 #ifndef CTSPMD_RULES_TRANSPOSE_HPP
 #define CTSPMD_RULES_TRANSPOSE_HPP
 /// \file The transpose rule (`transpose`): out = x with its dims permuted, out dim i being
-/// x dim perm[i].
+/// x dim perm[i]; and its gradient (`transpose_grad`, phi, called forward: below).
 ///
 /// Notation: x gets the first rank(x) letters of `abcdefghijklmnopqrstuvwxyz`, the output
 /// x's letters permuted: out[i] = x[perm[i]]. `perm` must be a permutation of x's dims: one
@@ -19,6 +19,14 @@
 /// Backward (from the output): the output's rank and sizes must be x's permuted. The
 /// output's mapping alone is merged; x takes it un-permuted, every letter being in the
 /// output. The output comes back as the inferred x produces it: same mapping, not partial.
+///
+/// transpose_grad (phi, called forward): input out_grad (the forward output's gradient, of
+/// rank perm's size), attribute `perm` (the forward's); output x_grad = out_grad transposed
+/// back: x_grad dim perm[i] takes out_grad dim i's mesh dims (a co-shard list as a whole), as
+/// phi's TransposeGradInferSpmd does. out_grad comes back with its own mapping. A transpose
+/// moves elements without combining them, so it commutes with every reduce type: a partial
+/// out_grad stays partial and x_grad takes its partial status (phi clears both; we keep it, as
+/// phi's transpose forward does). No reverse inference; both semantics behave the same.
 
 #include <array>
 #include <cstddef>
@@ -82,7 +90,7 @@ struct transpose : rule_base<transpose, transpose_attributes> {
     return {};
   }
 
- private:
+  /// The labels of x and of the output for `perm`.
   struct notation {
     axes_string input;
     axes_string output;
@@ -112,6 +120,27 @@ struct transpose : rule_base<transpose, transpose_attributes> {
       n.output.push_back(n.input[d]);
     }
     return n;
+  }
+};
+
+/// The gradient rule of transpose: input out_grad; output x_grad (see the file comment).
+struct transpose_grad : rule_base<transpose_grad, transpose_attributes> {
+  static constexpr std::string_view name = "transpose_grad";
+  static constexpr operand_count input_count{1};   // out_grad
+  static constexpr operand_count output_count{1};  // x_grad
+
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
+    const auto& g = in[0];
+    const auto n = transpose::make_notation(g.ndim(), attrs.perm);
+    if (!n) return n.error();
+    axis_to_dim_map map;
+    CTSPMD_TRY(merge_operand(map, n->output, g, s));
+    add_partial_of(push(info.inputs, g.dist_attr(), n->output, map), g.dist_attr());
+    add_partial_of(push(info.outputs, g.dist_attr(), n->input, map), g.dist_attr());  // x_grad
+    return {};
+  }
+  static constexpr status backward(spmd_info&, spec_span, spec_span, const attributes&, semantics) {
+    return no_reverse_inference();
   }
 };
 
