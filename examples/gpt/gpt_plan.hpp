@@ -9,6 +9,7 @@
 #define CTSPMD_EXAMPLES_GPT_PLAN_HPP
 
 #include <ctspmd/model/propagate.hpp>
+#include <ctspmd/model/training.hpp>
 
 namespace gpt {
 
@@ -45,9 +46,9 @@ constexpr auto make_plan() {
   const tensor_shape act{batch, seq, hidden};
 
   auto ids = p.tensor("ids", {batch, seq}, {0, -1}, int64);
-  auto wte = p.tensor("wte", {vocab, hidden}, {1, -1}, fp16);  // vocabulary-parallel embedding
+  auto wte = p.parameter("wte", {vocab, hidden}, {1, -1}, fp16);  // vocabulary-parallel embedding
   auto emb = p.tensor("emb", act, fp16);
-  p.op<"embedding">({ids, wte}, {emb}, {}, "embed");  // partial over mp: each device has its rows
+  p.op<"c_embedding">({wte, ids}, {emb}, {.vocab_size = vocab}, "embed");  // partial over mp: each device has its rows
   auto x0 = sp ? p.tensor("x0", act, {0, 1, -1}, fp16) : p.tensor("x0", act, fp16);
   p.op<"assign">({emb}, {x0}, {}, "embed.reduce");
 
@@ -55,11 +56,11 @@ constexpr auto make_plan() {
     // ---- attention ----
     // (Tensors are declared in statements of their own: the order in which a call's arguments
     // are evaluated is unspecified, and it would decide their indices.)
-    auto ln1_scale = b.tensor("ln1.scale", {hidden}, fp16), ln1_bias = b.tensor("ln1.bias", {hidden}, fp16);
+    auto ln1_scale = b.parameter("ln1.scale", {hidden}, fp16), ln1_bias = b.parameter("ln1.bias", {hidden}, fp16);
     auto ln1 = b.tensor("ln1", act, fp16);
     auto ln1_mean = b.tensor("ln1.mean", {batch, seq}), ln1_var = b.tensor("ln1.var", {batch, seq});
     b.op<"layer_norm">({x, ln1_scale, ln1_bias}, {ln1, ln1_mean, ln1_var}, {.begin_norm_axis = 2}, "ln1");
-    auto w_qkv = b.tensor("w_qkv", {hidden, 3 * hidden}, {-1, 1}, fp16);  // column parallel
+    auto w_qkv = b.parameter("w_qkv", {hidden, 3 * hidden}, {-1, 1}, fp16);  // column parallel
     auto qkv = sp ? b.tensor("qkv", {batch, seq, 3 * hidden}, {0, -1, 1}, fp16)
                   : b.tensor("qkv", {batch, seq, 3 * hidden}, fp16);
     b.op<"matmul">({ln1, w_qkv}, {qkv}, {}, "attn.qkv");
@@ -84,25 +85,25 @@ constexpr auto make_plan() {
     b.op<"transpose">({ctx}, {ctx_t}, {.perm = {0, 2, 1, 3}}, "attn.context.t");
     auto ctx_flat = b.tensor("ctx.flat", act, fp16);
     b.op<"reshape">({ctx_t}, {ctx_flat}, {.shape = {batch, seq, hidden}}, "attn.merge");
-    auto w_o = V == variant::row_weight_on_dp ? b.tensor("w_o", {hidden, hidden}, {0, -1}, fp16)
-                                              : b.tensor("w_o", {hidden, hidden}, {1, -1}, fp16);  // row parallel
+    auto w_o = V == variant::row_weight_on_dp ? b.parameter("w_o", {hidden, hidden}, {0, -1}, fp16)
+                                              : b.parameter("w_o", {hidden, hidden}, {1, -1}, fp16);  // row parallel
     auto attn = b.tensor("attn.out", act, fp16);
     b.op<"matmul">({ctx_flat, w_o}, {attn}, {}, "attn.out");  // partial over mp
     auto x1 = b.tensor("x1", act, fp16);
     b.op<"add">({x, attn}, {x1}, {}, "attn.residual");
 
     // ---- MLP ----
-    auto ln2_scale = b.tensor("ln2.scale", {hidden}, fp16), ln2_bias = b.tensor("ln2.bias", {hidden}, fp16);
+    auto ln2_scale = b.parameter("ln2.scale", {hidden}, fp16), ln2_bias = b.parameter("ln2.bias", {hidden}, fp16);
     auto ln2 = b.tensor("ln2", act, fp16);
     auto ln2_mean = b.tensor("ln2.mean", {batch, seq}), ln2_var = b.tensor("ln2.var", {batch, seq});
     b.op<"layer_norm">({x1, ln2_scale, ln2_bias}, {ln2, ln2_mean, ln2_var}, {.begin_norm_axis = 2}, "ln2");
-    auto w_up = V == variant::up_weight_by_rows ? b.tensor("w_up", {hidden, ffn}, {1, -1}, fp16)
-                                                : b.tensor("w_up", {hidden, ffn}, {-1, 1}, fp16);  // column parallel
+    auto w_up = V == variant::up_weight_by_rows ? b.parameter("w_up", {hidden, ffn}, {1, -1}, fp16)
+                                                : b.parameter("w_up", {hidden, ffn}, {-1, 1}, fp16);  // column parallel
     auto up = sp ? b.tensor("up", {batch, seq, ffn}, {0, -1, 1}, fp16) : b.tensor("up", {batch, seq, ffn}, fp16);
     b.op<"matmul">({ln2, w_up}, {up}, {}, "mlp.up");
     auto act_up = b.tensor("up.gelu", {batch, seq, ffn}, fp16);
     b.op<"gelu">({up}, {act_up}, {}, "mlp.gelu");
-    auto w_down = b.tensor("w_down", {ffn, hidden}, {1, -1}, fp16);  // row parallel
+    auto w_down = b.parameter("w_down", {ffn, hidden}, {1, -1}, fp16);  // row parallel
     auto down = b.tensor("mlp.out", act, fp16);
     b.op<"matmul">({act_up, w_down}, {down}, {}, "mlp.down");  // partial over mp
     auto x2 = b.tensor("x2", act, fp16);
@@ -110,11 +111,11 @@ constexpr auto make_plan() {
     return x2;
   });
 
-  auto ln_f_scale = p.tensor("ln_f.scale", {hidden}, fp16), ln_f_bias = p.tensor("ln_f.bias", {hidden}, fp16);
+  auto ln_f_scale = p.parameter("ln_f.scale", {hidden}, fp16), ln_f_bias = p.parameter("ln_f.bias", {hidden}, fp16);
   auto ln_f = p.tensor("ln_f", act, fp16);
   auto ln_f_mean = p.tensor("ln_f.mean", {batch, seq}), ln_f_var = p.tensor("ln_f.var", {batch, seq});
   p.op<"layer_norm">({out, ln_f_scale, ln_f_bias}, {ln_f, ln_f_mean, ln_f_var}, {.begin_norm_axis = 2}, "ln_f");
-  auto w_lm = p.tensor("w_lm", {hidden, vocab}, {-1, 1}, fp16);  // vocabulary-parallel head
+  auto w_lm = p.parameter("w_lm", {hidden, vocab}, {-1, 1}, fp16);  // vocabulary-parallel head
   auto logits = sp ? p.tensor("logits", {batch, seq, vocab}, {0, -1, 1}, fp16)
                    : p.tensor("logits", {batch, seq, vocab}, fp16);
   p.op<"matmul">({ln_f, w_lm}, {logits}, {}, "lm_head");
@@ -122,6 +123,13 @@ constexpr auto make_plan() {
   auto softmax = p.tensor("softmax", {batch, seq, vocab}, fp16), loss = p.tensor("loss", {batch, seq, 1});
   p.op<"cross_entropy_with_softmax">({logits, labels}, {softmax, loss}, {}, "loss");
   return p;
+}
+
+/// The training step of that decoder: its loss is the plan's last tensor.
+template <std::size_t Layers, variant V = variant::tensor_parallel>
+constexpr auto make_step() {
+  const auto p = make_plan<Layers, V>();
+  return model::training_step(p, {p.tensor_count() - 1});
 }
 
 }  // namespace gpt

@@ -16,7 +16,7 @@
 //   gradient to the device's shard of the optimizer state and an all-gather of the updated
 //   parameter: (n-1)/n of the local bytes each, the same total as the all-reduce.
 // If the MLP's down projection is split by columns, the step does not compile (see
-// static_tests/fail/llama_down_by_columns.cpp): the backward pass needs other collectives.
+// static_tests/fail/llama_down_by_columns.cpp): its weight must be moved by an all-to-all.
 #include "llama_plan.hpp"
 
 #include <cstdio>

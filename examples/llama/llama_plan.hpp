@@ -138,11 +138,8 @@ struct forward {
     auto probs = p.tensor("softmax", {batch, seq, vocab}), token_loss = p.tensor("loss", {batch, seq, 1});
     // Megatron's vocabulary-parallel cross entropy: each device holds a slice of the vocabulary.
     p.op<"c_softmax_with_cross_entropy">({logits, labels}, {probs, token_loss}, {.nranks = mp}, "loss");
-    // The backward pass starts at the logits: their gradient (softmax - one-hot, per token) is
-    // laid out as the logits, split over the vocabulary, which is what the cross entropy's
-    // grad gives; the cross entropy's own max and sum all-reduces are inside its kernel, not
-    // reshards. (ctspmd has no grad recipe for c_softmax_with_cross_entropy yet.)
-    loss = logits;
+    // (Its own max and sum all-reduces over the vocabulary are inside its kernel, not reshards.)
+    loss = token_loss;
   }
 };
 

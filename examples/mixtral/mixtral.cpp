@@ -10,10 +10,10 @@
 //   So this plan sends no all-to-all: 0 per layer. (Systems that dispatch with all-to-alls give
 //   each rank its own capacity; ctspmd's dispatch rule keeps capacity global, as its kernel
 //   does.)
-// - Backward: the combine's grad reads the experts' rows again (all-gathered over ep once more:
-//   a forward input read resharded is resharded again), the gradient of the experts' outputs
-//   sums each dp rank's tokens (1 all-reduce over dp), and the dispatch's grad reads the
-//   dispatched tokens' gradient whole (1 all-gather over ep).
+// - Backward: the combine's grad reads the experts' rows as the combine read them (gathered:
+//   no second gather), the gradient of the experts' outputs sums each dp rank's tokens (1
+//   all-reduce over dp), and the dispatch's grad reads the dispatched tokens' gradient whole
+//   (1 all-gather over ep).
 // - Optimizer: the RMSNorm and router weights' gradients are all-reduced over dp (2); the
 //   experts see every token on every dp rank, so their gradients need no synchronisation.
 // If the experts' first weight is split on the hidden dim instead of the expert dim, the step
@@ -31,21 +31,21 @@ constexpr std::size_t L = mixtral::layers;
 constexpr auto step = mixtral::make_step<L>();
 constexpr auto moe = model::verified<mixtral::make_step<L>>();
 static_assert(moe.expect_in_block(step, 0, phase::forward, collective::all_gather, 3 * L));
-static_assert(moe.count_in_block(0, phase::backward, collective::all_gather) == 2 * L);
+static_assert(moe.count_in_block(0, phase::backward, collective::all_gather) == L);
 static_assert(moe.count_in_block(0, phase::backward, collective::all_reduce) == L);
-static_assert(moe.count(phase::backward) - moe.count(phase::backward, collective::local_slice) == 3 * L);
+static_assert(moe.count(phase::backward) - moe.count(phase::backward, collective::local_slice) == 2 * L);
 static_assert(moe.expect_in_block(step, 0, phase::optimizer, collective::all_reduce, 2 * L));
 // No all-to-all anywhere in the step.
 static_assert(moe.count(phase::forward, collective::all_to_all) == 0 && moe.count(phase::backward, collective::all_to_all) == 0 &&
               moe.count(phase::optimizer, collective::all_to_all) == 0);
 // Bytes: an all-gather over n devices sends (n - 1) x the local part. Forward: the tokens and
 // the logits (each dp rank holds half) and the experts' rows (each ep rank its expert's
-// capacity x hidden); backward: those rows again and the dispatched tokens' gradient, as large.
+// capacity x hidden); backward: the dispatched tokens' gradient, as large as those rows.
 constexpr std::int64_t rows_bytes = (mixtral::ep - 1) * mixtral::capacity * mixtral::hidden * 2;
 constexpr std::int64_t token_bytes = (mixtral::dp - 1) * (mixtral::tokens / mixtral::dp) * mixtral::hidden * 2;
 constexpr std::int64_t logit_bytes = (mixtral::dp - 1) * (mixtral::tokens / mixtral::dp) * mixtral::experts * 2;
 static_assert(moe.bytes_in_block(0, phase::forward, collective::all_gather) == L * (token_bytes + logit_bytes + rows_bytes));
-static_assert(moe.bytes_in_block(0, phase::backward, collective::all_gather) == L * 2 * rows_bytes);
+static_assert(moe.bytes_in_block(0, phase::backward, collective::all_gather) == L * rows_bytes);
 
 int main() {
   std::printf("Mixtral-8x7B MoE layer training step, %zu layers, mesh [dp = %lld, ep = %lld], %lld tokens, capacity %lld\n\n",

@@ -1,8 +1,8 @@
-// expect: backward operator
+// expect: forward operator
 // A Llama training step whose MLP down projection is split by columns instead of rows: the
-// forward pass still propagates, but the check that each layer's backward pass has only its two
-// all-reduces fails, naming the phase, the operator and operand, and the mesh dim of the first
-// unexpected reshard.
+// step still propagates, but the check that each layer's forward pass sends only its two
+// all-reduces fails, naming the phase, the operator ("mlp.down", whose weight must be moved
+// by an all-to-all), the operand and the mesh dim of the first unexpected collective.
 #include "../../examples/llama/llama_plan.hpp"
 
 #ifdef CTSPMD_KO
@@ -12,4 +12,4 @@ constexpr auto variant = llama::variant::tensor_parallel;
 #endif
 constexpr auto step = llama::make_step<2, variant>();
 constexpr auto prop = ctspmd::model::propagate(step);
-static_assert(prop.expect_in_block(step, 0, ctspmd::model::phase::backward, ctspmd::model::collective::all_reduce, 4));
+static_assert(prop.expect_in_block(step, 0, ctspmd::model::phase::forward, ctspmd::model::collective::all_reduce, 4));

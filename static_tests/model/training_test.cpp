@@ -30,12 +30,14 @@ constexpr auto mlp() {
 constexpr auto mlp_step() { return model::training_step(mlp(), {5}); }
 constexpr auto step = mlp_step();
 // Tensors 0-5 are the forward plan's; then the absent operand, learning_rate, the beta pows
-// (6-9) and the loss's gradient (10).
+// (6-9) and the loss's gradient (10). A grad operator reads a forward input through a tensor
+// that keeps it as the forward operator read it (`operator_info::saved`).
 static_assert(step.op_count() == 3 + 3 + 2 && step.block_count() == 0);
 // The backward operators, last forward operator first, and what they read and write.
 static_assert(step.op_at(3).rule == "matmul_grad" && step.op_at(3).label == "down" && step.op_at(3).phase == phase::backward);
-static_assert(step.op_at(3).inputs.size() == 3 && step.op_at(3).inputs[0] == 3 && step.op_at(3).inputs[1] == 4 &&
-              step.op_at(3).inputs[2] == 10);
+static_assert(step.op_at(3).inputs.size() == 3 && step.op_at(3).inputs[0] == step.op_at(2).saved[0] &&
+              step.op_at(3).inputs[1] == step.op_at(2).saved[1] && step.op_at(3).inputs[2] == 10);
+static_assert(step.tensor_at(step.op_at(2).saved[0]).name == "a" && step.tensor_at(step.op_at(2).saved[0]).producer == 2);
 static_assert(step.op_at(4).rule == "relu_grad" && step.op_at(4).inputs[0] == 3);  // relu_grad(out, out_grad)
 static_assert(step.op_at(4).inputs[1] == step.op_at(3).outputs[0]);                // the gradient of a
 static_assert(step.op_at(5).rule == "matmul_grad" && step.op_at(5).inputs[2] == step.op_at(4).outputs[0]);

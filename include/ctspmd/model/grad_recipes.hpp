@@ -6,16 +6,13 @@
 ///
 /// The operands are a text of tokens separated by spaces, the grad operator's inputs, then `>`,
 /// then its outputs:
-/// - `iK`: the forward operator's input K (absent if the forward operator was given fewer inputs,
-///   or input K was absent);
+/// - `iK`: the forward operator's input K as it read it: resharded, if the forward operator
+///   needed it resharded, as frameworks keep it for the backward pass (absent if the forward
+///   operator was given fewer inputs, or input K was absent);
 /// - `oK`: its output K;
 /// - `gK`: the gradient of its output K (zeros, laid out as the grad rule needs, when nothing
 ///   downstream gives output K a gradient; absent when output K is);
 /// - `g*`: the gradients of every output, in order (split's grad, concat, reads them all);
-/// - `sK`: a tensor of input K's shape whose values the grad operator does not read (Paddle's
-///   `no_need_buffer`: add_grad and subtract_grad read x and y for their shapes only), laid out
-///   as the grad operator needs; without it, a forward input that was resharded for the forward
-///   operator (a partial sum all-reduced before a residual add) would be resharded again;
 /// - after `>`, `dK`: the gradient of input K (absent where input K is); `dK=` the same, pinned
 ///   to input K's layout without its partial status: an `assign` is where a plan reshards (a
 ///   gather, a reduce), and the gradient goes back as the reverse reshard (Megatron's pairs:
@@ -38,13 +35,19 @@ struct grad_recipe {
 // Unary elementwise grads read x (`i0`) or out (`o0`) as Paddle's backward ops do; their layouts
 // are the same either way.
 inline constexpr grad_recipe grad_recipes[] = {
-    {"add", "add_grad", "s0 s1 g0 > d0 d1"},
+    {"add", "add_grad", "i0 i1 g0 > d0 d1"},
+    {"all", "", ""},
+    {"amax", "amax_grad", "i0 o0 g0 > d0"},
+    {"amin", "amin_grad", "i0 o0 g0 > d0"},
+    {"any", "", ""},
     {"argmax", "", ""},
     {"argmin", "", ""},
     {"assign", "assign", "g0 > d0="},
     {"c_embedding", "c_embedding_grad", "i0 i1 g0 > d0"},
+    {"c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "o0 i1 g1 > d0"},
     {"cast", "cast", "g0 > d0"},
     {"cos", "cos_grad", "i0 g0 > d0"},
+    {"cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "i1 o0 g1 > d0"},
     {"cumsum", "cumsum_grad", "i0 g0 > d0"},
     {"divide", "divide_grad", "i0 i1 g0 > d0 d1"},
     {"dropout", "dropout_grad", "o1 g0 > d0"},
@@ -69,10 +72,15 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"less_equal", "", ""},
     {"less_than", "", ""},
     {"log", "log_grad", "i0 g0 > d0"},
+    {"log_softmax", "log_softmax_grad", "o0 g0 > d0"},
+    {"logsumexp", "logsumexp_grad", "i0 o0 g0 > d0"},
     {"lookup_table_v2", "embedding_grad", "i0 i1 g0 > d1"},
     {"matmul", "matmul_grad", "i0 i1 g0 > d0 d1"},
     {"matmul_v2", "matmul_grad", "i0 i1 g0 > d0 d1"},
+    {"max", "max_grad", "i0 o0 g0 > d0"},
     {"maximum", "maximum_grad", "i0 i1 g0 > d0 d1"},
+    {"mean", "mean_grad", "i0 g0 > d0"},
+    {"min", "min_grad", "i0 o0 g0 > d0"},
     {"minimum", "minimum_grad", "i0 i1 g0 > d0 d1"},
     {"moe_combine", "moe_combine_grad", "i0 i1 i2 g0 > d0 d1 d2"},
     {"moe_gate_dispatch", "moe_gate_dispatch_grad", "o1 o2 o4 g0 g1 > d0 d1"},
@@ -80,7 +88,9 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"not_equal", "", ""},
     {"numel", "", ""},
     {"one_hot", "", ""},
+    {"p_norm", "p_norm_grad", "i0 o0 g0 > d0"},
     {"pow", "pow_grad", "i0 g0 > d0"},
+    {"prod", "prod_grad", "i0 o0 g0 > d0"},
     {"relu", "relu_grad", "o0 g0 > d0"},
     {"reshape", "reshape_grad", "i0 g0 > d0"},
     {"reshape2", "reshape_grad", "i0 g0 > d0"},
@@ -91,16 +101,21 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"sigmoid", "sigmoid_grad", "o0 g0 > d0"},
     {"silu", "silu_grad", "i0 g0 > d0"},
     {"sin", "sin_grad", "i0 g0 > d0"},
+    {"softmax", "softmax_grad", "o0 g0 > d0"},
+    {"softmax_with_cross_entropy", "cross_entropy_with_softmax_grad", "i1 o0 g1 > d0"},
     {"split", "concat", "g* > d0"},
     {"split_with_num", "concat", "g* > d0"},
     {"sqrt", "sqrt_grad", "o0 g0 > d0"},
     {"square", "square_grad", "i0 g0 > d0"},
     {"squeeze", "squeeze_grad", "i0 g0 > d0"},
-    {"subtract", "subtract_grad", "s0 s1 g0 > d0 d1"},
+    {"subtract", "subtract_grad", "i0 i1 g0 > d0 d1"},
+    {"sum", "sum_grad", "i0 g0 > d0"},
     {"swiglu", "swiglu_grad", "i0 i1 g0 > d0 d1"},
     {"tanh", "tanh_grad", "o0 g0 > d0"},
     {"tile", "tile_grad", "i0 g0 > d0"},
     {"topk", "topk_grad", "i0 o1 g0 > d0"},
+    {"transpose", "transpose_grad", "g0 > d0"},
+    {"transpose2", "transpose_grad", "g0 > d0"},
     {"tril_triu", "triu_grad", "g0 > d0"},
     {"triu", "triu_grad", "g0 > d0"},
     {"unsqueeze", "unsqueeze_grad", "i0 g0 > d0"},

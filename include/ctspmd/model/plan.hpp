@@ -164,6 +164,9 @@ struct operator_info {
   status (*forward)(spmd_info&, spec_span, const any_attributes&, semantics) = nullptr;
   status (*backward)(spmd_info&, spec_span, spec_span, const any_attributes&, semantics) = nullptr;
   model::phase phase = model::phase::forward;
+  /// Per input, a tensor that keeps the input as this operator read it (after its reshard, if
+  /// any), for a training step's grad operator to read; 0xffff for none.
+  static_vector<std::uint16_t, max_operands> saved{};
   /// Its grad operator (for a training step), or null when the rule has no grad recipe.
   detail::grad_operator (*grad)(const operator_info&) = nullptr;
   /// The label, or the rule's name when there is none.
@@ -181,9 +184,11 @@ struct block_info {
   /// For the backward pass of a block in a training step: the forward block it runs backwards
   /// (its runs are that block's runs, last first), else -1.
   std::int64_t mirror_of = -1;
-  /// For a forward block a training step runs backwards: the first of the tensors that keep
-  /// the layouts of its first run's tensors (input, end_tensor), in order; else 0.
-  std::size_t first_run_at = 0;
+  /// For a forward block a training step runs backwards: the tensors [saved_begin, saved_end)
+  /// keep its operators' inputs as they read them (`operator_info::saved`), and from
+  /// `first_run_at` on, tensors keep the layouts of its first run's tensors (input, end_tensor)
+  /// and then of those saved inputs, in order; else 0.
+  std::size_t saved_begin = 0, saved_end = 0, first_run_at = 0;
   /// The block's number as the user's plan counts blocks (a backward block counts as its forward one).
   constexpr std::size_t number(std::size_t own_index) const noexcept {
     return mirror_of >= 0 ? static_cast<std::size_t>(mirror_of) : own_index;
@@ -231,6 +236,8 @@ constexpr To grad_attributes(const From& f) {
     return To{.y = f.y};
   } else if constexpr (std::is_same_v<From, rules::split_attributes>) {
     return To{.axis = f.axis};  // concat along the split axis
+  } else if constexpr (requires { f.keep_dim; f.reduce; }) {  // a reduction's (basic_reduction_attributes<R>)
+    return To{.axis = f.axis, .keepdim = f.keep_dim, .reduce_all = f.axis.empty()};
   } else {
     static_assert(std::is_same_v<To, From>, "a grad recipe needs a conversion of these attributes (plan.hpp)");
     return To{};

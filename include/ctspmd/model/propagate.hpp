@@ -467,7 +467,7 @@ class propagator {
     auto& o = out_;
     const size_t self = o.next_block_;
     if (o.run_ == 1 && b.first_run_at != 0)  // keep the first run's layouts for the backward pass
-      for (size_t t = b.input.index; t < b.end_tensor; ++t) o.attrs_[b.first_run_at + t - b.input.index] = o.attrs_[t];
+      for (size_t k = 0; k < first_run_size(b); ++k) o.attrs_[b.first_run_at + k] = o.attrs_[first_run_tensor(b, k)];
     if (o.run_ > 1 && o.changed_) o.runs_differ_[self] = o.run_ == 2 ? 1 : 2;
     if (options_.induction && o.run_ > 1 && !o.changed_) {
       // This run repeated the previous one: so will the rest (but a backward pass's last run,
@@ -494,12 +494,21 @@ class propagator {
   }
 
   /// Exchanges forward block f's tensors' layouts with those of its first run.
+  static constexpr size_t first_run_size(const block_info& f) {
+    return f.end_tensor - f.input.index + f.saved_end - f.saved_begin;
+  }
+  /// The k-th tensor whose first-run layout block f keeps: its own, then its saved inputs.
+  static constexpr size_t first_run_tensor(const block_info& f, size_t k) {
+    const size_t own = f.end_tensor - f.input.index;
+    return k < own ? f.input.index + k : f.saved_begin + k - own;
+  }
   constexpr void swap_first_run(const block_info& f) {
     auto& o = out_;
-    for (size_t t = f.input.index; t < f.end_tensor; ++t) {
+    for (size_t k = 0; k < first_run_size(f); ++k) {
+      const size_t t = first_run_tensor(f, k);
       const tensor_dist_attr a = o.attrs_[t];
-      o.attrs_[t] = o.attrs_[f.first_run_at + t - f.input.index];
-      o.attrs_[f.first_run_at + t - f.input.index] = a;
+      o.attrs_[t] = o.attrs_[f.first_run_at + k];
+      o.attrs_[f.first_run_at + k] = a;
     }
     o.first_run_in_use_ = !o.first_run_in_use_;
   }
@@ -652,6 +661,7 @@ class propagator {
         write(t, (*need)[k]);
       else
         add_reshards(i, k, false, t, o.attrs_[t], (*need)[k], block);
+      if (k < op.saved.size() && op.saved[k] != 0xffff) write(op.saved[k], (*need)[k]);  // as read
     }
     for (size_t j = 0; j < op.outputs.size(); ++j) write(op.outputs[j], (*result_attrs)[j]);
   }

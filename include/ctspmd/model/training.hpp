@@ -262,11 +262,7 @@ class step_builder {
         continue;
       }
       const size_t k = number(text, at);
-      if (c == 'i') b.inputs.push_back(k < op.inputs.size() ? op.inputs[k] : absent_);
-      if (c == 's') {  // its shape only: a plan input laid out as the grad operator needs
-        const auto& f = p_.tensors_[op.inputs[k]];
-        b.inputs.push_back(add({f.name, f.shape, f.element_bytes, false, {}, -1}));
-      }
+      if (c == 'i') b.inputs.push_back(k < op.inputs.size() ? saved(i, k) : absent_);
       if (c == 'o') b.inputs.push_back(op.outputs[k]);
       if (c == 'g') b.inputs.push_back(output_gradient(op.outputs[k]));
       if (c == 'd') {
@@ -286,6 +282,37 @@ class step_builder {
     }
     emit(b);
   }
+  /// The tensor that keeps input k of forward operator i as that operator read it: the grad
+  /// operator reads the forward operator's operand, resharded as it was (frameworks keep the
+  /// resharded copy), not its producer's layout again. Made on first use.
+  constexpr std::uint16_t saved(size_t i, size_t k) {
+    auto& op = p_.ops_[i];
+    while (op.saved.size() < op.inputs.size()) op.saved.push_back(none);
+    if (op.saved[k] == none) {
+      const auto& t = p_.tensors_[op.inputs[k]];
+      if (absent(t)) return op.inputs[k];
+      op.saved[k] = add({t.name, t.shape, t.element_bytes, false, {}, static_cast<std::int64_t>(i), false, t.role,
+                         t.role_of});
+    }
+    return op.saved[k];
+  }
+  /// Makes the saved inputs block fb's operators' recipes read, together: its runs write them.
+  constexpr void save_block_inputs(size_t fb) {
+    auto& f = p_.blocks_[fb];
+    f.saved_begin = p_.tensor_count_;
+    for (size_t i = f.first_op; i < f.end_op; ++i) {
+      const auto& op = f_.ops_[i];
+      if (op.grad == nullptr) continue;
+      const std::string_view text = op.grad(op).operands;
+      for (size_t at = 0; at < text.size();)
+        if (text[at++] == 'i') {
+          const size_t k = number(text, at);
+          if (k < op.inputs.size()) saved(i, k);
+        }
+    }
+    f.saved_end = p_.tensor_count_;
+  }
+
   /// The gradient of output t, zeros where none reaches it, absent where t is.
   constexpr std::uint16_t output_gradient(std::uint16_t t) {
     if (absent(p_.tensors_[t])) return absent_;
@@ -309,6 +336,17 @@ class step_builder {
                            fb, t));
     const auto source = gradient(f.output.index);
     if (source == none) return;  // nothing after the block reaches the loss through its output
+    // Outside the backward body (declared before its input): the forward operators' saved
+    // inputs, which every forward run writes, and room for the layouts of the forward block's
+    // first run, which the last backward run reads.
+    save_block_inputs(fb);
+    p_.blocks_[fb].first_run_at = p_.tensor_count_;
+    for (size_t t = f.input.index; t < f.end_tensor; ++t)
+      add({f_.tensors_[t].name, f_.tensors_[t].shape, f_.tensors_[t].element_bytes, false, {}, -1, false,
+           tensor_role::first_run_layout, static_cast<std::int64_t>(t)});
+    for (size_t t = p_.blocks_[fb].saved_begin; t < p_.blocks_[fb].saved_end; ++t)
+      add({p_.tensors_[t].name, p_.tensors_[t].shape, p_.tensors_[t].element_bytes, false, {}, -1, false,
+           tensor_role::first_run_layout, static_cast<std::int64_t>(t)});
     // Inside the body, the output's gradient is the backward run's input (and parts from the body).
     grad_[f.output.index] = none;
     part_head_[f.output.index] = none;
@@ -317,11 +355,6 @@ class step_builder {
                                      false, tensor_role::gradient, static_cast<std::int64_t>(f.output.index)});
     add_part(f.output.index, input);
     block_info b{p_.op_count_, 0, f.count, {source}, {input}, {}, 0, static_cast<std::int64_t>(fb)};
-    // Room for the layouts of the forward block's first run, which the last backward run reads.
-    p_.blocks_[fb].first_run_at = p_.tensor_count_;
-    for (size_t t = f.input.index; t < f.end_tensor; ++t)
-      add({f_.tensors_[t].name, f_.tensors_[t].shape, f_.tensors_[t].element_bytes, false, {}, -1, false,
-           tensor_role::first_run_layout, static_cast<std::int64_t>(t)});
     for (size_t i = f.end_op; i-- > f.first_op;) backward_op(i);
     const auto result = gradient(f.input.index);
     if (result == none)
