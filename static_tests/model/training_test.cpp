@@ -127,6 +127,32 @@ constexpr auto rr = model::propagate(residual());
 static_assert(rr.count(phase::forward, collective::all_reduce) == 1 && rr.count(phase::backward) == 0);
 static_assert(rr.count(phase::optimizer, collective::all_reduce) == 1 && rr.count() == 2);
 
+// ==== recipes of the softmax, reduction, transpose and cross-entropy families ====================
+constexpr auto many_recipes() {
+  model::plan<24, 12> p(mesh);
+  auto x = p.parameter("x", {8, 16, 32}, {0, -1, 1});
+  auto t = p.tensor("t", {8, 32, 16}), s = p.tensor("s", {8, 32, 16});
+  p.op<"transpose">({x}, {t}, {.perm = {0, 2, 1}});
+  p.op<"softmax">({t}, {s}, {.axis = -1});
+  auto m = p.tensor("m", {8, 32, 1}), mx = p.tensor("mx", {8, 1, 1});
+  p.op<"mean">({s}, {m}, {.axis = {-1}, .keep_dim = true});
+  p.op<"max">({m}, {mx}, {.axis = {1}, .keep_dim = true});
+  auto label = p.tensor("label", {8, 32, 1}, model::int64);
+  auto sm = p.tensor("sm", {8, 32, 16}), loss = p.tensor("loss", {8, 32, 1});
+  p.op<"cross_entropy_with_softmax">({s, label}, {sm, loss});
+  auto sm2 = p.tensor("sm2", {8, 32, 16}), loss2 = p.tensor("loss2", {8, 32, 1});
+  p.op<"c_softmax_with_cross_entropy">({t, label}, {sm2, loss2});
+  auto sum = p.tensor("sum", {8, 32, 1}), total = p.tensor("total", {8, 32, 1});
+  p.op<"add">({loss, loss2}, {sum});
+  p.op<"add">({sum, mx}, {total});
+  return model::training_step(p, total);
+}
+constexpr auto mrs = many_recipes();
+static_assert(mrs.op_at(10).rule == "c_softmax_with_cross_entropy_grad" && mrs.op_at(11).rule == "cross_entropy_with_softmax_grad");
+static_assert(mrs.op_at(12).rule == "max_grad" && mrs.op_at(13).rule == "mean_grad" && mrs.op_at(15).rule == "softmax_grad");
+static_assert(mrs.op_at(17).rule == "transpose_grad" && mrs.op_at(18).rule == "adamw");
+static_assert(model::propagate(mrs).ok());
+
 // ==== a repeated block: its backward pass is a block of as many runs ============================
 constexpr auto layers(bool annotate_source) {
   model::plan<24, 12> p(mesh);

@@ -11,6 +11,9 @@
 ///   grad_recipes.hpp: `matmul` through `matmul_grad`, `split` through `concat`, ...). The loss's
 ///   gradient is a plan input laid out as the loss, without its partial status (each device
 ///   makes its ones).
+///   A grad operator reads a forward input as the forward operator read it: after its reshard,
+///   if it needed one (`operator_info::saved`: frameworks keep that resharded copy), so the
+///   backward pass does not pay a forward reshard again.
 ///   A tensor read by several operators gets one gradient part from each; the parts are summed by
 ///   an `add_n` (which keeps a partial status all of them share: the sum stays partial until
 ///   reduced). A gradient nothing gives (an output no later operator reads) is zeros, laid out as
