@@ -42,7 +42,8 @@ constexpr auto flat_plan() {
 using ctspmd::model::phase;
 constexpr auto flat_step() {
   const auto forward = flat_plan();
-  return ctspmd::model::training_step(forward, {forward.tensor_count() - 1});
+  // Every operator's inputs saved and every block's two parameters updated: 8x the tensors.
+  return ctspmd::model::training_step<8 * (6 * blocks + 1), 3 * 4 * blocks>(forward, {forward.tensor_count() - 1});
 }
 constexpr auto flat = ctspmd::model::verified<flat_step>();
 // Forward: each block's partial output is all-reduced at its residual add. Backward: the

@@ -43,7 +43,8 @@
 /// Limits (errors naming the tensor or operator): a parameter declared outside a block may not
 /// be read inside it (every run would add to one gradient); a block's input must receive a
 /// gradient. The derived plan's capacities are template arguments (0: 6 x the forward plan's
-/// tensors, 3 x its operators: a parameter's update alone adds 9 tensors), and exceeding them is the usual plan error.
+/// tensors, 3 x its operators: a parameter's update alone adds 9 tensors, and each input a grad
+/// operator reads is saved; a plan dense in parameters may need 8 x), and exceeding them is the usual plan error.
 
 #include <array>
 #include <cstddef>
