@@ -22,6 +22,7 @@
 #include <ctspmd/notation/einsum_notation.hpp>
 #include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
+#include <ctspmd/rules/bmm_grad.hpp>
 #include <ctspmd/rules/c_embedding.hpp>
 #include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>

@@ -23,6 +23,7 @@
 #include <ctspmd/core/fixed_string.hpp>
 #include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
+#include <ctspmd/rules/bmm_grad.hpp>
 #include <ctspmd/rules/c_embedding.hpp>
 #include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>
@@ -80,14 +81,15 @@ struct rule_list {
 
 /// Every registered rule type, each once.
 using registered_rules =
-    rule_list<adam, adamw, add_n, argmax, argmin, bmm, c_embedding, c_embedding_grad, c_softmax_with_cross_entropy,
-              cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad, default_data_parallel, det, dropout,
-              dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad, elementwise_unary_grad, embedding,
-              embedding_grad, expand_as, flash_attention, flash_attention_grad, flatten, frobenius_norm, full_like,
-              fused_dropout_add, fused_dropout_add_grad, fused_linear_param_grad_add, fused_rope, fused_rope_grad,
-              gather, gather_grad, gather_nd, gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm,
-              layer_norm_grad, logsumexp, matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch,
-              moe_gate_dispatch_grad, numel, one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>,
+    rule_list<adam, adamw, add_n, argmax, argmin, bmm, bmm_grad, c_embedding, c_embedding_grad,
+              c_softmax_with_cross_entropy, cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad,
+              default_data_parallel, det, dropout, dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad,
+              elementwise_unary_grad, embedding, embedding_grad, expand_as, flash_attention, flash_attention_grad,
+              flatten, frobenius_norm, full_like, fused_dropout_add, fused_dropout_add_grad,
+              fused_linear_param_grad_add, fused_rope, fused_rope_grad, gather, gather_grad, gather_nd,
+              gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp,
+              matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel,
+              one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
               replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice,
@@ -173,6 +175,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("bitwise_or"),
     detail::entry<elementwise>("bitwise_xor"),
     detail::entry<bmm>("bmm"),
+    detail::entry<bmm_grad>("bmm_grad"),
     detail::entry<c_embedding>("c_embedding"),
     detail::entry<c_embedding_grad>("c_embedding_grad"),
     detail::entry<c_softmax_with_cross_entropy>("c_softmax_with_cross_entropy"),
