@@ -62,6 +62,7 @@
 #include <ctspmd/rules/scale.hpp>
 #include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>
+#include <ctspmd/rules/slice_grad.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/squeeze.hpp>

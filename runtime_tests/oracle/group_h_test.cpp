@@ -73,3 +73,92 @@ TEST_CASE("oracle: bmm_grad") {
   st.report();
 }
 
+// ==== slice_grad / strided_slice_grad ============================================================
+
+namespace {
+struct slice_choice {
+  std::vector<std::int64_t> axes, starts, ends, strides, decrease;
+};
+slice_choice choose_slice(const shape_t& xs, bool strided, rng& g) {
+  slice_choice s;
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    if (!g.coin()) continue;
+    const std::int64_t n = xs[d];
+    s.axes.push_back(g.coin() ? to_int(d) : to_int(d) - to_int(xs.size()));
+    const std::int64_t step = strided ? (g.one_in(3) ? -g.uniform(1, 2) : g.uniform(1, 3)) : 1;
+    std::int64_t b = g.uniform(-n - 1, n + 1);
+    std::int64_t e = g.uniform(-n - 1, n + 1);
+    if (g.one_in(6)) e = step > 0 ? 1000000 : -1000000;  // clamped
+    if (!strided && g.one_in(3)) {  // one element, dropped now and then
+      b = g.uniform(0, n - 1);
+      e = b + 1;
+      if (g.coin()) s.decrease.push_back(to_int(d));
+    }
+    s.starts.push_back(b);
+    s.ends.push_back(e);
+    s.strides.push_back(step);
+  }
+  return s;
+}
+}  // namespace
+
+template <class Rule>
+void slice_grad_cases(rule_stats& st, rng& g, bool strided) {
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 0; rank <= 4; ++rank)
+      for (int draw = 0; draw < 4; ++draw)
+        for (const auto& ls0 : layouts(mesh.ndim(), {rank, rank}, all_reduce_types, 10, g)) {
+          // x and out_grad (before the decreased dims are dropped) share their labels.
+          const std::string xl = letters.substr(0, rank);
+          const shape_t xs = shape_of(xl, label_sizes(mesh, {xl, xl}, {ls0[0], ls0[1]}, g));
+          const auto ch = choose_slice(xs, strided, g);
+          typename Rule::attributes attrs{};
+          attrs.axes = as_list(ch.axes);
+          attrs.starts = as_list(ch.starts);
+          attrs.ends = as_list(ch.ends);
+          std::vector<std::int64_t> strides, decrease;
+          if constexpr (requires { attrs.strides; }) {
+            attrs.strides = as_list(ch.strides);
+            strides = ch.strides;
+          } else {
+            attrs.decrease_axis = as_list(ch.decrease);
+            decrease = ch.decrease;
+          }
+          const tensor xv = random_tensor(xs, g);
+          const shape_t gs = ops::strided_slice(xv, ch.axes, ch.starts, ch.ends, strides, decrease).shape;
+          layout lg{{}, ls0[1].partial};  // without the decreased dims
+          for (std::size_t d = 0; d < rank; ++d)
+            if (std::find_if(decrease.begin(), decrease.end(), [&](std::int64_t a) {
+                  return to_size(a < 0 ? a + to_int(rank) : a) == d;
+                }) == decrease.end())
+              lg.dm.push_back(ls0[1].dm[d]);
+          const auto ls = even({ls0[0], lg}, {xs, gs}, mesh);
+          const std::string what = std::string(Rule::name) + " " + mesh_string(mesh) + " x " + shape_string(xs) +
+                                   " axes " + list_string(ch.axes) + " starts " + list_string(ch.starts) + " ends " +
+                                   list_string(ch.ends) + " strides " + list_string(strides) + " decrease " +
+                                   list_string(decrease);
+          const auto kernel = per_device([xs, ch, strides](const shape_t& c, const ctspmd::spmd_info& info,
+                                                           const std::vector<tensor>& in) {
+            return std::vector<tensor>{ops::strided_slice_grad(in[1], local_shape(xs, info.outputs[0], c, true), ch.axes,
+                                                               ch.starts, ch.ends, strides)};
+          });
+          op_case c{{xv, values_for(gs, ls[1], g)}, {}, kernel, what};
+          c.expected.emplace_back(ops::strided_slice_grad(c.values[1], xs, ch.axes, ch.starts, ch.ends, strides));
+          check_forward<Rule>(st, make_specs(mesh, {xs, gs}, ls), attrs, c, g);
+        }
+  }
+  st.report();
+}
+
+TEST_CASE("oracle: slice_grad") {
+  rule_stats st{"slice_grad"};
+  rng g(0x736c67726164ULL);
+  slice_grad_cases<ctspmd::rules::slice_grad>(st, g, false);
+}
+TEST_CASE("oracle: strided_slice_grad") {
+  rule_stats st{"strided_slice_grad"};
+  rng g(0x7373677261ULL);
+  slice_grad_cases<ctspmd::rules::strided_slice_grad>(st, g, true);
+}
+

@@ -21,6 +21,43 @@ struct bmm_grads {
 };
 inline bmm_grads bmm_grad(const tensor& x, const tensor& y, const tensor& out_grad) {
   return {einsum("bmn,bkn->bmk", {out_grad, y}), einsum("bmk,bmn->bkn", {x, out_grad})};
+}
+
+/// The gradient of x[starts:ends:strides] along `axes` (Python's clamping; out_grad may lack
+/// the slice's size-1 dims that slice's `decrease_axis` dropped): a tensor of `x_shape`, zero
+/// outside the slice, out_grad inside.
+inline tensor strided_slice_grad(const tensor& out_grad, const shape_t& x_shape, const std::vector<std::int64_t>& axes,
+                                 const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& ends,
+                                 const std::vector<std::int64_t>& strides) {
+  const std::size_t r = x_shape.size();
+  std::vector<std::int64_t> first(r, 0), step(r, 1);
+  shape_t s = x_shape;  // the slice's shape, decreased dims kept
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const auto d = normalize_axis(axes[i], to_int(r));
+    const std::int64_t n = x_shape[d];
+    const std::int64_t st = strides.empty() ? 1 : strides[i];
+    auto clamp = [&](std::int64_t v) {
+      if (v < 0) v += n;
+      const std::int64_t lo = st > 0 ? 0 : -1, hi = st > 0 ? n : n - 1;
+      return std::min(std::max(v, lo), hi);
+    };
+    const std::int64_t b = clamp(starts[i]), e = clamp(ends[i]);
+    std::int64_t len = 0;
+    if (st > 0 && e > b) len = (e - b + st - 1) / st;
+    if (st < 0 && b > e) len = (b - e + (-st) - 1) / (-st);
+    first[d] = b;
+    step[d] = st;
+    s[d] = len;
+  }
+  const tensor g = reshape(out_grad, s);  // decreased dims back as size 1
+  tensor x_grad(x_shape);
+  shape_t dst(r);
+  std::size_t o = 0;
+  for_each_index(s, [&](const shape_t& idx) {
+    for (std::size_t d = 0; d < r; ++d) dst[d] = first[d] + idx[d] * step[d];
+    x_grad[dst] += g.data[o++];
+  });
+  return x_grad;
 }}  // namespace ctspmd_oracle::ops
 
 #endif

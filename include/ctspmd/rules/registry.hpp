@@ -60,6 +60,7 @@
 #include <ctspmd/rules/scale.hpp>
 #include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>
+#include <ctspmd/rules/slice_grad.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/squeeze.hpp>
@@ -93,8 +94,8 @@ using registered_rules =
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
               replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice,
-              softmax, split, squeeze, stack, strided_slice, swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad,
-              transpose, triu, triu_grad, unbind, unsqueeze, where, where_grad>;
+              slice_grad, softmax, split, squeeze, stack, strided_slice, strided_slice_grad, swiglu, swiglu_grad,
+              tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad, unbind, unsqueeze, where, where_grad>;
 
 namespace detail {
 
@@ -320,6 +321,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise_unary_grad>("sin_grad"),
     detail::entry<elementwise>("sinh"),
     detail::entry<slice>("slice"),
+    detail::entry<slice_grad>("slice_grad"),
     detail::entry<softmax>("softmax"),
     detail::entry<cross_entropy_with_softmax>("softmax_with_cross_entropy"),
     detail::entry<elementwise>("softplus"),
@@ -337,6 +339,7 @@ inline constexpr std::array registry = {
     detail::entry<stack>("stack"),
     detail::entry<elementwise>("stanh"),
     detail::entry<strided_slice>("strided_slice"),
+    detail::entry<strided_slice_grad>("strided_slice_grad"),
     detail::entry<elementwise>("subtract"),
     detail::entry<elementwise_binary_grad>("subtract_grad"),
     detail::entry<reduction_with<reduce_type::sum>>("sum"),

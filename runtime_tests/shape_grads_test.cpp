@@ -1,0 +1,78 @@
+// Group H's shape grad rules at run time (one section each): cases by type and by name under
+// both semantics, partial out_grad, and every error as a thrown spmd_error with its message. (Grad rules have no reverse inference, so there is no round trip.)
+#include <ctspmd/ctspmd.hpp>
+#include <ctspmd/runtime.hpp>
+
+#include <doctest/doctest.h>
+
+#include "check_error.hpp"
+
+#include <vector>
+
+using namespace ctspmd;
+using ctspmd_test::check_error;
+using ints = std::vector<std::int64_t>;
+using V = std::vector<dist_tensor_spec>;
+
+namespace {
+const process_mesh mesh({2, 4});
+const process_mesh m22({2, 2});
+dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+dist_tensor_spec partial(tensor_shape shape, dims_mapping dm, std::int64_t m, reduce_type r) {
+  tensor_dist_attr a(mesh, dm);
+  a.set_partial_status({m}, r);
+  return {shape, a};
+}
+const auto inv = error_kind::invalid_argument;
+const auto unimpl = error_kind::unimplemented;
+}  // namespace
+
+// ==== slice_grad / strided_slice_grad ===============================================================
+
+TEST_CASE("slice_grad and strided_slice_grad") {
+  const V in{spec({16, 32, 8}, {-1, 0, -1}), spec({16, 16, 8}, {0, -1, 1})};
+  const runtime::attribute_map attrs{{"axes", ints{1}}, {"starts", ints{4}}, {"ends", ints{20}},
+                                     {"infer_flags", ints{1}}, {"decrease_axis", ints{}}};
+  const auto g = runtime::infer_forward("slice_grad", in, attrs);
+  CHECK(g == rules::slice_grad::infer_forward(in, {.axes = {1}, .starts = {4}, .ends = {20}, .infer_flags = {1}}));
+  // the sliced dim is replicated in x, out_grad and x_grad; out_grad's other dims are kept
+  CHECK(g.inputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+  CHECK(g.inputs[1].dims_mapping() == dims_mapping{0, -1, 1});
+  CHECK(g.outputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+  CHECK(runtime::infer_forward("slice_grad", in, attrs, semantics::phi) == g);
+  // decrease_axis
+  const auto d = runtime::infer_forward("slice_grad", V{spec({16, 32, 8}, {-1, -1, -1}), spec({16, 8}, {1, 0})},
+                                        {{"axes", ints{-2}}, {"starts", ints{3}}, {"ends", ints{4}}, {"decrease_axis", ints{1}}});
+  CHECK(d.outputs[0].dims_mapping() == dims_mapping{1, -1, 0});
+  // a partial out_grad stays partial, and so does x_grad (zero outside the slice under every reduce type)
+  const auto p = runtime::infer_forward("slice_grad", V{in[0], partial({16, 16, 8}, {0, -1, -1}, 1, reduce_type::max)}, attrs);
+  CHECK(p.outputs[0].partial_dims() == mesh_dims{1});
+  CHECK(p.outputs[0].partial_reduce_type(1) == reduce_type::max);
+  CHECK(p.inputs[1].partial_reduce_type(1) == reduce_type::max);
+
+  const auto s = runtime::infer_forward("strided_slice_grad", V{spec({16, 32, 8}, {0, 1, -1}), spec({16, 10, 8}, {-1, -1, 1})},
+                                        {{"axes", ints{1}}, {"starts", ints{1}}, {"ends", ints{30}}, {"strides", ints{3}}});
+  CHECK(s.outputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+  CHECK(s.inputs[1].dims_mapping() == dims_mapping{0, -1, 1});
+
+  check_error([&] { (void)runtime::infer_forward("slice_grad", V{in[0], spec({16, 8}, {-1, -1})}, attrs); }, inv,
+              "slice_grad: out_grad has rank 2, but the slice of x has rank 3");
+  check_error([&] { (void)runtime::infer_forward("slice_grad", V{in[0], spec({16, 15, 8}, {-1, -1, -1})}, attrs); }, inv,
+              "slice_grad: out_grad dim 1 has size 15, but the slice of x gives 16");
+  check_error([&] { (void)runtime::infer_forward("slice_grad", in, {{"axes", ints{3}}, {"starts", ints{0}}, {"ends", ints{1}}}); },
+              inv, "slice_grad: axes entry 3 is out of range for x of rank 3");
+  check_error(
+      [&] {
+        (void)runtime::infer_forward("strided_slice_grad", in, {{"axes", ints{1}}, {"starts", ints{0}}, {"ends", ints{1}}});
+      },
+      inv, "strided_slice_grad: axes has 1 entries, but strides has 0");
+  check_error(
+      [&] {
+        (void)rules::slice_grad::infer_forward({spec({16, 32, 8}, {1, -1, -1}), spec({16, 16, 8}, {0, -1, -1})},
+                                               {.axes = {1}, .starts = {4}, .ends = {20}});
+      },
+      unimpl, "sharded by two different mesh dims");
+  check_error([&] { (void)runtime::infer_backward("slice_grad", in, V{in[0]}, attrs); }, unimpl,
+              "a grad rule has no reverse inference");
+}
+
