@@ -76,3 +76,26 @@ TEST_CASE("slice_grad and strided_slice_grad") {
               "a grad rule has no reverse inference");
 }
 
+// ==== pad_grad =======================================================================================
+
+TEST_CASE("pad_grad") {
+  const V in{spec({16, 8, 9}, {0, -1, 1})};
+  const runtime::attribute_map attrs{{"paddings", ints{0, 0, 0, 0, 1, 2}}, {"pad_value", 0.0}};
+  const auto g = runtime::infer_forward("pad_grad", in, attrs);
+  CHECK(g == rules::pad_grad::infer_forward(in, {.paddings = {0, 0, 0, 0, 1, 2}}));
+  CHECK(g.inputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+  CHECK(g.outputs[0].dims_mapping() == dims_mapping{0, -1, -1});
+  const auto p = runtime::infer_forward("pad_grad", V{partial({16, 8, 9}, {0, -1, -1}, 1, reduce_type::prod)}, attrs,
+                                        semantics::phi);
+  CHECK(p.outputs[0].partial_reduce_type(1) == reduce_type::prod);
+
+  check_error([&] { (void)runtime::infer_forward("pad_grad", in, {{"paddings", ints{0, 0, 1, 2}}}); }, inv,
+              "pad_grad: paddings has 4 entries, but out_grad of rank 3 needs 6");
+  check_error([&] { (void)runtime::infer_forward("pad_grad", in, {{"paddings", ints{0, 0, -1, 0, 0, 0}}}); }, inv,
+              "dim 1 has paddings -1 and 0; a padding is >= 0");
+  check_error([&] { (void)runtime::infer_forward("pad_grad", in, {{"paddings", ints{0, 0, 0, 0, 5, 5}}}); }, inv,
+              "out_grad dim 2 has size 9, less than its paddings 5 and 5");
+  check_error([&] { (void)runtime::infer_forward("pad_grad", V{in[0], in[0]}, attrs); }, inv,
+              "pad_grad: expects 1 input, got 2");
+}
+

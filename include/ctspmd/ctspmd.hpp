@@ -52,6 +52,7 @@
 #include <ctspmd/rules/numel.hpp>
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/pad.hpp>
+#include <ctspmd/rules/pad_grad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/replicated.hpp>

@@ -162,3 +162,39 @@ TEST_CASE("oracle: strided_slice_grad") {
   slice_grad_cases<ctspmd::rules::strided_slice_grad>(st, g, true);
 }
 
+// ==== pad_grad ===================================================================================
+
+TEST_CASE("oracle: pad_grad") {
+  rule_stats st{"pad_grad"};
+  rng g(0x70616467ULL);
+  using rule = ctspmd::rules::pad_grad;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 0; rank <= 4; ++rank)
+      for (const auto& ls0 : layouts(mesh.ndim(), {rank}, all_reduce_types, 60, g)) {
+        const shape_t gs = shape_for(mesh, rank, ls0[0], g, 6);
+        rule::attributes attrs;
+        std::vector<std::int64_t> paddings;
+        for (std::size_t d = 0; d < rank; ++d) {
+          const std::int64_t before = g.coin() ? 0 : g.uniform(0, std::min<std::int64_t>(2, gs[d]));
+          const std::int64_t after = g.coin() ? 0 : g.uniform(0, std::min<std::int64_t>(2, gs[d] - before));
+          paddings.push_back(before);
+          paddings.push_back(after);
+          attrs.paddings.push_back(before);
+          attrs.paddings.push_back(after);
+        }
+        attrs.pad_value = g.coin() ? 0.0 : 1.5;
+        const std::string what = "pad_grad " + mesh_string(mesh) + " out_grad " + shape_string(gs) + " paddings " +
+                                 list_string(paddings);
+        const auto ls = even(ls0, {gs}, mesh);
+        const auto kernel = per_device([paddings](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+          return std::vector<tensor>{ops::pad_grad(in[0], paddings)};
+        });
+        op_case c{{values_for(gs, ls[0], g)}, {}, kernel, what};
+        c.expected.emplace_back(ops::pad_grad(c.values[0], paddings));
+        check_forward<rule>(st, make_specs(mesh, {gs}, ls), attrs, c, g);
+      }
+  }
+  st.report();
+}
+

@@ -58,6 +58,19 @@ inline tensor strided_slice_grad(const tensor& out_grad, const shape_t& x_shape,
     x_grad[dst] += g.data[o++];
   });
   return x_grad;
+}
+
+/// The gradient of pad (paddings[2d] before and paddings[2d + 1] after each dim d): out_grad
+/// without the padding.
+inline tensor pad_grad(const tensor& out_grad, const std::vector<std::int64_t>& paddings) {
+  if (paddings.size() != 2 * out_grad.shape.size()) throw oracle_error("pad_grad: wrong number of paddings");
+  tensor t = out_grad;
+  for (std::size_t d = 0; d < t.shape.size(); ++d) {
+    const std::int64_t len = t.shape[d] - paddings[2 * d] - paddings[2 * d + 1];
+    if (len < 0) throw oracle_error("pad_grad: a dim smaller than its paddings");
+    t = ctspmd_oracle::slice(t, d, paddings[2 * d], len);
+  }
+  return t;
 }}  // namespace ctspmd_oracle::ops
 
 #endif

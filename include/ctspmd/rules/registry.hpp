@@ -51,6 +51,7 @@
 #include <ctspmd/rules/numel.hpp>
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/pad.hpp>
+#include <ctspmd/rules/pad_grad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>
@@ -90,7 +91,7 @@ using registered_rules =
               fused_linear_param_grad_add, fused_rope, fused_rope_grad, gather, gather_grad, gather_nd,
               gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp,
               matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel,
-              one_hot, p_norm, pad, pow_grad, power, reduction_with<reduce_type::all>,
+              one_hot, p_norm, pad, pad_grad, pow_grad, power, reduction_with<reduce_type::all>,
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
               replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice,
@@ -289,6 +290,7 @@ inline constexpr std::array registry = {
     detail::entry<one_hot>("one_hot"),
     detail::entry<p_norm>("p_norm"),
     detail::entry<pad>("pad"),
+    detail::entry<pad_grad>("pad_grad"),
     detail::entry<elementwise>("poisson"),
     detail::entry<power>("pow"),
     detail::entry<pow_grad>("pow_grad"),
