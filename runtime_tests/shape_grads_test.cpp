@@ -99,3 +99,33 @@ TEST_CASE("pad_grad") {
               "pad_grad: expects 1 input, got 2");
 }
 
+// ==== expand_as_grad =================================================================================
+
+TEST_CASE("expand_as_grad") {
+  // Paddle's expand_as test: mesh [2, 3], x [1, 48], out_grad [2, 32, 48] [0, 1, -1]
+  const process_mesh m23({2, 3});
+  const V in{{{1, 48}, {m23, {-1, -1}}}, {{2, 32, 48}, {m23, {0, 1, -1}}}};
+  const auto g = runtime::infer_forward("expand_as_grad", in, {{"target_shape", ints{2, 32, 48}}});
+  CHECK(g.inputs[0].dims_mapping() == dims_mapping{-1, -1});
+  CHECK(g.inputs[1].dims_mapping() == dims_mapping{0, 1, -1});
+  CHECK(g.outputs[0].dims_mapping() == dims_mapping{-1, -1});
+  CHECK(g.outputs[0].partial_dims() == mesh_dims{0, 1});
+  CHECK(runtime::infer_forward("expand_as_grad", in, {}, semantics::phi) == g);
+  // avg parts pass through the sum; max parts are reduced first
+  const auto a = runtime::infer_forward("expand_as_grad", V{spec({1, 48}, {-1, -1}), partial({4, 48}, {0, -1}, 1, reduce_type::avg)});
+  CHECK(a.outputs[0].partial_dims() == mesh_dims{0, 1});
+  CHECK(a.outputs[0].partial_reduce_type(1) == reduce_type::avg);
+  const auto m = runtime::infer_forward("expand_as_grad", V{spec({1, 48}, {-1, -1}), partial({4, 48}, {0, -1}, 1, reduce_type::max)});
+  CHECK(!m.inputs[1].is_partial());
+  CHECK(m.outputs[0].partial_dims() == mesh_dims{0});
+
+  check_error([&] { (void)runtime::infer_forward("expand_as_grad", V{spec({2, 32, 48}, {-1, -1, -1}), spec({32, 48}, {-1, -1})}); },
+              inv, "expand_as_grad: x has rank 3, above out_grad's rank 2");
+  check_error([&] { (void)runtime::infer_forward("expand_as_grad", V{spec({3, 48}, {-1, -1}), spec({2, 32, 48}, {-1, -1, -1})}); },
+              inv, "x dim 0 has size 3, which neither equals out_grad dim 1 (32) nor is 1");
+  check_error([&] { (void)runtime::infer_forward("expand_as_grad", in, {{"target_shape", ints{32, 48}}}); }, inv,
+              "out_grad has rank 3, but target_shape has 2 entries");
+  check_error([&] { (void)runtime::infer_forward("expand_as_grad", in, {{"target_shape", ints{2, 16, 48}}}); }, inv,
+              "out_grad dim 1 has size 32, but target_shape gives 16");
+}
+

@@ -37,6 +37,7 @@
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/embedding_grad.hpp>
 #include <ctspmd/rules/expand_as.hpp>
+#include <ctspmd/rules/expand_as_grad.hpp>
 #include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/fused_rope.hpp>

@@ -198,3 +198,37 @@ TEST_CASE("oracle: pad_grad") {
   st.report();
 }
 
+// ==== expand_as_grad =============================================================================
+
+TEST_CASE("oracle: expand_as_grad") {
+  rule_stats st{"expand_as_grad"};
+  rng g(0x65786772ULL);
+  using rule = ctspmd::rules::expand_as_grad;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t n = 0; n <= 4; ++n)
+      for (std::size_t r = 0; r <= n; ++r)
+        for (const auto& ls0 : layouts(mesh.ndim(), {r, n}, all_reduce_types, 16, g)) {
+          // out_grad sized first; x right-aligned, each dim out_grad's or 1.
+          const std::string gl = letters.substr(0, n);
+          const auto sizes = label_sizes(mesh, {gl, gl.substr(n - r)}, {ls0[1], ls0[0]}, g);
+          const shape_t gs = shape_of(gl, sizes);
+          shape_t xs;
+          for (std::size_t i = 0; i < r; ++i) xs.push_back(g.one_in(3) ? 1 : gs[i + n - r]);
+          const auto ls = even({ls0[0], ls0[1]}, {xs, gs}, mesh);
+          rule::attributes attrs;
+          if (g.coin())
+            for (auto v : gs) attrs.target_shape.push_back(v);
+          const std::string what = "expand_as_grad " + mesh_string(mesh) + " x " + shape_string(xs) + " out_grad " +
+                                   shape_string(gs);
+          const auto kernel = per_device([xs](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
+            return std::vector<tensor>{ops::expand_grad(in[1], local_shape(xs, info.outputs[0], c, true))};
+          });
+          op_case c{{random_tensor(xs, g), values_for(gs, ls[1], g)}, {}, kernel, what};
+          c.expected.emplace_back(ops::expand_grad(c.values[1], xs));
+          check_forward<rule>(st, make_specs(mesh, {xs, gs}, ls), attrs, c, g);
+        }
+  }
+  st.report();
+}
+

@@ -71,6 +71,25 @@ inline tensor pad_grad(const tensor& out_grad, const std::vector<std::int64_t>& 
     t = ctspmd_oracle::slice(t, d, paddings[2 * d], len);
   }
   return t;
+}
+
+/// The gradient of x broadcast (right-aligned) to out_grad's shape: out_grad summed over the
+/// leading dims x lacks and over the dims where x has size 1.
+inline tensor expand_grad(const tensor& out_grad, const shape_t& x_shape) {
+  const std::size_t n = out_grad.shape.size();
+  if (x_shape.size() > n) throw oracle_error("expand_grad: x of higher rank than out_grad");
+  const std::size_t lead = n - x_shape.size();
+  for (std::size_t d = 0; d < x_shape.size(); ++d)
+    if (x_shape[d] != 1 && x_shape[d] != out_grad.shape[d + lead])
+      throw oracle_error("expand_grad of " + shape_string(out_grad.shape) + " to " + shape_string(x_shape));
+  tensor x_grad(x_shape);
+  shape_t dst(x_shape.size());
+  std::size_t o = 0;
+  for_each_index(out_grad.shape, [&](const shape_t& idx) {
+    for (std::size_t d = 0; d < dst.size(); ++d) dst[d] = x_shape[d] == 1 ? 0 : idx[d + lead];
+    x_grad[dst] += out_grad.data[o++];
+  });
+  return x_grad;
 }}  // namespace ctspmd_oracle::ops
 
 #endif

@@ -37,6 +37,7 @@
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/embedding_grad.hpp>
 #include <ctspmd/rules/expand_as.hpp>
+#include <ctspmd/rules/expand_as_grad.hpp>
 #include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/fused_rope.hpp>
@@ -86,8 +87,8 @@ using registered_rules =
     rule_list<adam, adamw, add_n, argmax, argmin, bmm, bmm_grad, c_embedding, c_embedding_grad,
               c_softmax_with_cross_entropy, cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad,
               default_data_parallel, det, dropout, dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad,
-              elementwise_unary_grad, embedding, embedding_grad, expand_as, flash_attention, flash_attention_grad,
-              flatten, frobenius_norm, full_like, fused_dropout_add, fused_dropout_add_grad,
+              elementwise_unary_grad, embedding, embedding_grad, expand_as, expand_as_grad, flash_attention,
+              flash_attention_grad, flatten, frobenius_norm, full_like, fused_dropout_add, fused_dropout_add_grad,
               fused_linear_param_grad_add, fused_rope, fused_rope_grad, gather, gather_grad, gather_nd,
               gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp,
               matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel,
@@ -212,6 +213,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("exp"),
     detail::entry<elementwise_unary_grad>("exp_grad"),
     detail::entry<expand_as>("expand_as"),
+    detail::entry<expand_as_grad>("expand_as_grad"),
     detail::entry<elementwise>("expm1"),
     detail::entry<elementwise>("exponential_"),
     detail::entry<elementwise>("fill"),
