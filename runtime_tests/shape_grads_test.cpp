@@ -129,3 +129,34 @@ TEST_CASE("expand_as_grad") {
               "out_grad dim 1 has size 32, but target_shape gives 16");
 }
 
+// ==== stack_grad / unbind_grad =======================================================================
+
+TEST_CASE("stack_grad and unbind_grad") {
+  // Paddle's spmd_rule_test.cc: out_grad [3, 16, 8, 4] [-1, -1, 1, 0], axis 0
+  const V in{{{3, 16, 8, 4}, {m22, {-1, -1, 1, 0}}}};
+  const auto g = runtime::infer_forward("stack_grad", in, {{"axis", std::int64_t{0}}});
+  REQUIRE(g.outputs.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(g.outputs[i].dims_mapping() == dims_mapping{-1, 1, 0});
+  CHECK(g.inputs[0].dims_mapping() == dims_mapping{-1, -1, 1, 0});
+  const auto s = runtime::infer_forward("stack_grad", V{spec({8, 2}, {0, 1})}, {{"axis", std::int64_t{-1}}}, semantics::phi);
+  REQUIRE(s.outputs.size() == 2);
+  CHECK(s.inputs[0].dims_mapping() == dims_mapping{0, -1});
+  CHECK(s.outputs[1].dims_mapping() == dims_mapping{0});
+  const auto p = runtime::infer_forward("stack_grad", V{partial({2, 8}, {-1, 0}, 1, reduce_type::min)});
+  CHECK(p.outputs[1].partial_reduce_type(1) == reduce_type::min);
+
+  // unbind_grad stacks the outputs' gradients: the stack rule
+  const V outs{spec({8, 16}, {0, -1}), spec({8, 16}, {0, 1})};
+  const auto u = runtime::infer_forward("unbind_grad", outs, {{"axis", std::int64_t{1}}});
+  CHECK(u == rules::stack::infer_forward(outs, {.axis = 1}));
+  CHECK(u.outputs[0].dims_mapping() == dims_mapping{0, -1, 1});
+  CHECK(runtime::infer_forward("unbind_grad", outs, {{"axis", std::int64_t{1}}}, semantics::phi).outputs[0].rank() == 3);
+
+  check_error([&] { (void)runtime::infer_forward("stack_grad", V{spec({3, 16}, {-1, -1})}, {{"axis", std::int64_t{2}}}); }, inv,
+              "stack_grad: axis 2 is out of range for out_grad of rank 2");
+  check_error([&] { (void)runtime::infer_forward("stack_grad", V{spec({-1, 16}, {-1, -1})}); }, inv,
+              "out_grad has size -1 on axis 0, which must be known and in [1, 16] (the number of gradients)");
+  check_error([&] { (void)runtime::infer_backward("stack_grad", in, V{{{16, 8, 4}, {m22, {-1, -1, -1}}}}); }, unimpl,
+              "a grad rule has no reverse inference");
+}
+

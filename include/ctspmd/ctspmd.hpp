@@ -68,6 +68,7 @@
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/squeeze.hpp>
+#include <ctspmd/rules/stack_grad.hpp>
 #include <ctspmd/rules/swiglu.hpp>
 #include <ctspmd/rules/tile.hpp>
 #include <ctspmd/rules/topk.hpp>

@@ -232,3 +232,61 @@ TEST_CASE("oracle: expand_as_grad") {
   st.report();
 }
 
+// ==== stack_grad, and unbind_grad (the stack rule) ================================================
+
+TEST_CASE("oracle: stack_grad") {
+  rule_stats st{"stack_grad"};
+  rng g(0x737467ULL);
+  using rule = ctspmd::rules::stack_grad;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 1; rank <= 4; ++rank)
+      for (std::size_t a = 0; a < rank; ++a)
+        for (const auto& ls0 : layouts(mesh.ndim(), {rank}, all_reduce_types, 12, g)) {
+          const rule::attributes attrs{g.coin() ? to_int(a) : to_int(a) - to_int(rank)};
+          shape_t gs = shape_for(mesh, rank, ls0[0], g, 6);
+          if (gs[a] > 4 && ls0[0].dm[a].empty()) gs[a] = g.uniform(1, 4);  // a few gradients
+          const auto ls = even(ls0, {gs}, mesh);
+          const std::string what = "stack_grad " + mesh_string(mesh) + " out_grad " + shape_string(gs) + " axis " +
+                                   std::to_string(attrs.axis);
+          const auto kernel = per_device([attrs](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+            return ops::unstack(in[0], attrs.axis);
+          });
+          op_case c{{values_for(gs, ls[0], g)}, {}, kernel, what};
+          for (auto& t : ops::unstack(c.values[0], attrs.axis)) c.expected.emplace_back(std::move(t));
+          check_forward<rule>(st, make_specs(mesh, {gs}, ls), attrs, c, g);
+        }
+  }
+  st.report();
+}
+
+TEST_CASE("oracle: unbind_grad (the stack rule)") {
+  rule_stats st{"unbind_grad"};
+  rng g(0x756e6267ULL);
+  using rule = ctspmd::rules::rule_for<"unbind_grad">;
+  static_assert(std::is_same_v<rule, ctspmd::rules::stack>);
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 0; rank <= 3; ++rank)
+      for (std::size_t a = 0; a <= rank; ++a) {
+        const std::size_t count = to_size(g.uniform(1, 3));  // unbind's outputs: x's size at the axis
+        for (const auto& ls0 : layouts(mesh.ndim(), std::vector<std::size_t>(count, rank), all_reduce_types, 12, g)) {
+          const rule::attributes attrs{g.coin() ? to_int(a) : to_int(a) - to_int(rank) - 1};
+          const std::string l = letters.substr(0, rank);
+          const shape_t s = shape_of(l, label_sizes(mesh, std::vector<std::string>(count, l), ls0, g));
+          const auto ls = even(ls0, std::vector<shape_t>(count, s), mesh);
+          const std::string what = "unbind_grad " + mesh_string(mesh) + " " + std::to_string(count) + " x out_grad " +
+                                   shape_string(s) + " axis " + std::to_string(attrs.axis);
+          const auto kernel = per_device([attrs](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+            return std::vector<tensor>{ops::stack(in, attrs.axis)};
+          });
+          op_case c{{}, {}, kernel, what};
+          for (std::size_t i = 0; i < count; ++i) c.values.push_back(values_for(s, ls[i], g));
+          c.expected.emplace_back(ops::stack(c.values, attrs.axis));
+          check_forward<rule>(st, make_specs(mesh, std::vector<shape_t>(count, s), ls), attrs, c, g);
+        }
+      }
+  }
+  st.report();
+}
+

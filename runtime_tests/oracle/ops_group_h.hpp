@@ -90,6 +90,18 @@ inline tensor expand_grad(const tensor& out_grad, const shape_t& x_shape) {
     x_grad[dst] += out_grad.data[o++];
   });
   return x_grad;
-}}  // namespace ctspmd_oracle::ops
+}
+
+/// The gradients of stack(xs, axis): out_grad's slices along `axis`, each without that dim.
+inline std::vector<tensor> unstack(const tensor& out_grad, std::int64_t axis) {
+  const auto a = normalize_axis(axis, out_grad.rank());
+  shape_t s = out_grad.shape;
+  s.erase(s.begin() + to_int(a));
+  std::vector<tensor> out;
+  for (std::int64_t i = 0; i < out_grad.shape[a]; ++i) out.push_back(reshape(ctspmd_oracle::slice(out_grad, a, i, 1), s));
+  return out;
+}
+
+}  // namespace ctspmd_oracle::ops
 
 #endif

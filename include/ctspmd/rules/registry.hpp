@@ -66,6 +66,7 @@
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/squeeze.hpp>
+#include <ctspmd/rules/stack_grad.hpp>
 #include <ctspmd/rules/swiglu.hpp>
 #include <ctspmd/rules/tile.hpp>
 #include <ctspmd/rules/topk.hpp>
@@ -96,8 +97,9 @@ using registered_rules =
               reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
               reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
               replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice,
-              slice_grad, softmax, split, squeeze, stack, strided_slice, strided_slice_grad, swiglu, swiglu_grad,
-              tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad, unbind, unsqueeze, where, where_grad>;
+              slice_grad, softmax, split, squeeze, stack, stack_grad, strided_slice, strided_slice_grad, swiglu,
+              swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad, unbind, unsqueeze, where,
+              where_grad>;
 
 namespace detail {
 
@@ -341,6 +343,7 @@ inline constexpr std::array registry = {
     detail::entry<squeeze>("squeeze"),
     detail::entry<reshape_grad>("squeeze_grad"),
     detail::entry<stack>("stack"),
+    detail::entry<stack_grad>("stack_grad"),
     detail::entry<elementwise>("stanh"),
     detail::entry<strided_slice>("strided_slice"),
     detail::entry<strided_slice_grad>("strided_slice_grad"),
@@ -366,6 +369,7 @@ inline constexpr std::array registry = {
     detail::entry<triu_grad>("triu_grad"),
     detail::entry<elementwise>("trunc"),
     detail::entry<unbind>("unbind"),
+    detail::entry<stack>("unbind_grad"),
     detail::entry<unsqueeze>("unsqueeze"),
     detail::entry<unsqueeze>("unsqueeze2"),
     detail::entry<reshape_grad>("unsqueeze_grad"),
