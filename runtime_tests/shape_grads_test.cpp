@@ -160,3 +160,41 @@ TEST_CASE("stack_grad and unbind_grad") {
               "a grad rule has no reverse inference");
 }
 
+// ==== concat_grad ====================================================================================
+
+TEST_CASE("concat_grad") {
+  // Paddle's spmd_rule_test.cc (ConcatGradInferSpmdDynamic), under phi
+  const V in{{{16, 16, 16}, {m22, {-1, 0, 1}}},
+             {{4, 16, 16}, {m22, {-1, 1, 0}}},
+             {{2, 16, 16}, {m22, {-1, -1, 0}}},
+             {{22, 16, 16}, {m22, {-1, 1, 0}}}};
+  const auto g = runtime::infer_forward("concat_grad", in, {{"axis", std::int64_t{0}}}, semantics::phi);
+  REQUIRE(g.outputs.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(g.outputs[i].dims_mapping() == dims_mapping{-1, 1, 0});
+  for (std::size_t i = 0; i < 4; ++i) CHECK(g.inputs[i].dims_mapping() == dims_mapping{-1, 1, 0});
+  // fluid: out_grad first, so it wins a mesh dim claimed by two axes
+  const auto f = runtime::infer_forward(
+      "concat_grad", V{spec({16, 8, 8}, {-1, -1, 0}), spec({4, 8, 8}, {-1, -1, -1}), spec({20, 8, 8}, {-1, 0, -1})});
+  CHECK(f.outputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+  CHECK(f.inputs[0].dims_mapping() == dims_mapping{-1, 0, -1});
+  CHECK(f.inputs[2].dims_mapping() == dims_mapping{-1, 0, -1});
+  // a partial out_grad: every gradient stays partial
+  const auto p = runtime::infer_forward("concat_grad", V{spec({16, 16}, {-1, -1}), spec({4, 16}, {-1, -1}),
+                                                          partial({20, 16}, {-1, 1}, 0, reduce_type::sum)},
+                                        {}, semantics::phi);
+  CHECK(p.outputs[1].partial_dims() == mesh_dims{0});
+  CHECK(p.outputs[1].dims_mapping() == dims_mapping{-1, 1});
+
+  const auto x0 = spec({16, 16}, {-1, -1}), x1 = spec({4, 16}, {-1, -1});
+  check_error([&] { (void)runtime::infer_forward("concat_grad", V{x0, x1, spec({21, 16}, {-1, -1})}); }, inv,
+              "concat_grad: out_grad has size 21 at the concat axis 0, but the inputs add up to 20");
+  check_error([&] { (void)runtime::infer_forward("concat_grad", V{x0, spec({4, 8}, {-1, -1}), spec({20, 16}, {-1, -1})}); },
+              inv, "x2 has size 8 at dim 1, but x1 has size 16 (only the concat axis may differ)");
+  check_error([&] { (void)runtime::infer_forward("concat_grad", V{x0, x1, spec({20, 8}, {-1, -1})}); }, inv,
+              "out_grad has size 8 at dim 1, but x1 has size 16 (only the concat axis may differ)");
+  check_error([&] { (void)runtime::infer_forward("concat_grad", V{x0, x1, spec({20}, {-1})}); }, inv,
+              "out_grad has rank 1, but x1 has rank 2");
+  check_error([&] { (void)runtime::infer_forward("concat_grad", V{x0, x1, spec({20, 16}, {-1, -1})}, {{"axis", std::int64_t{2}}}); },
+              inv, "axis 2 is out of range for inputs of rank 2");
+  check_error([&] { (void)runtime::infer_forward("concat_grad", V{x0}); }, inv, "concat_grad: expects at least 2 inputs, got 1");
+}

@@ -26,6 +26,7 @@
 #include <ctspmd/rules/c_embedding.hpp>
 #include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>
+#include <ctspmd/rules/concat_grad.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/cumsum.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>

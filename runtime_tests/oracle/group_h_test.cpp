@@ -290,3 +290,50 @@ TEST_CASE("oracle: unbind_grad (the stack rule)") {
   st.report();
 }
 
+// ==== concat_grad ================================================================================
+
+TEST_CASE("oracle: concat_grad") {
+  rule_stats st{"concat_grad"};
+  rng g(0x636f6e67ULL);
+  using rule = ctspmd::rules::concat_grad;
+  for (const auto& ms : meshes()) {
+    const process_mesh mesh = make_mesh(ms);
+    for (std::size_t rank = 1; rank <= 3; ++rank)
+      for (std::size_t a = 0; a < rank; ++a)
+        for (std::size_t n = 1; n <= 3; ++n) {
+          const rule::attributes attrs{g.coin() ? to_int(a) : to_int(a) - to_int(rank)};
+          for (const auto& ls0 : layouts(mesh.ndim(), std::vector<std::size_t>(n + 1, rank), all_reduce_types, 10, g)) {
+            // One letter per axis but the concat axis, which each operand has its own of.
+            std::vector<std::string> labels;
+            for (std::size_t i = 0; i <= n; ++i) {
+              std::string l = letters.substr(0, rank);
+              l[a] = static_cast<char>('p' + i);
+              labels.push_back(l);
+            }
+            const auto sizes = label_sizes(mesh, labels, ls0, g);
+            std::vector<shape_t> shapes;
+            std::vector<std::int64_t> pieces;
+            std::int64_t total = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+              shapes.push_back(shape_of(labels[i], sizes));
+              pieces.push_back(shapes.back()[a]);
+              total += pieces.back();
+            }
+            shape_t gs = shape_of(labels[n], sizes);
+            gs[a] = total;
+            shapes.push_back(gs);
+            const auto ls = even(ls0, shapes, mesh);
+            const std::string what = "concat_grad " + mesh_string(mesh) + " out_grad " + shape_string(gs) + " pieces " +
+                                     list_string(pieces) + " axis " + std::to_string(attrs.axis);
+            const auto kernel = per_device([pieces, attrs](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
+              return ops::split(in.back(), pieces, attrs.axis);
+            });
+            op_case c{{}, {}, kernel, what};
+            for (std::size_t i = 0; i <= n; ++i) c.values.push_back(values_for(shapes[i], ls[i], g));
+            for (auto& t : ops::split(c.values[n], pieces, attrs.axis)) c.expected.emplace_back(std::move(t));
+            check_forward<rule>(st, make_specs(mesh, shapes, ls), attrs, c, g);
+          }
+        }
+  }
+  st.report();
+}

@@ -27,6 +27,7 @@
 #include <ctspmd/rules/c_embedding.hpp>
 #include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>
+#include <ctspmd/rules/concat_grad.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/cumsum.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>
@@ -86,20 +87,20 @@ struct rule_list {
 /// Every registered rule type, each once.
 using registered_rules =
     rule_list<adam, adamw, add_n, argmax, argmin, bmm, bmm_grad, c_embedding, c_embedding_grad,
-              c_softmax_with_cross_entropy, cast, concat, cross_entropy_with_softmax, cumsum, cumsum_grad,
-              default_data_parallel, det, dropout, dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad,
-              elementwise_unary_grad, embedding, embedding_grad, expand_as, expand_as_grad, flash_attention,
-              flash_attention_grad, flatten, frobenius_norm, full_like, fused_dropout_add, fused_dropout_add_grad,
-              fused_linear_param_grad_add, fused_rope, fused_rope_grad, gather, gather_grad, gather_nd,
-              gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp,
-              matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch, moe_gate_dispatch_grad, numel,
-              one_hot, p_norm, pad, pad_grad, pow_grad, power, reduction_with<reduce_type::all>,
-              reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
-              reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
-              replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice,
-              slice_grad, softmax, split, squeeze, stack, stack_grad, strided_slice, strided_slice_grad, swiglu,
-              swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, triu, triu_grad, unbind, unsqueeze, where,
-              where_grad>;
+              c_softmax_with_cross_entropy, cast, concat, concat_grad, cross_entropy_with_softmax, cumsum,
+              cumsum_grad, default_data_parallel, det, dropout, dropout_grad, dynamic_einsum, elementwise,
+              elementwise_binary_grad, elementwise_unary_grad, embedding, embedding_grad, expand_as, expand_as_grad,
+              flash_attention, flash_attention_grad, flatten, frobenius_norm, full_like, fused_dropout_add,
+              fused_dropout_add_grad, fused_linear_param_grad_add, fused_rope, fused_rope_grad, gather, gather_grad,
+              gather_nd, gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad,
+              logsumexp, matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch,
+              moe_gate_dispatch_grad, numel, one_hot, p_norm, pad, pad_grad, pow_grad, power,
+              reduction_with<reduce_type::all>, reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>,
+              reduction_with<reduce_type::max>, reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>,
+              reduction_with<reduce_type::sum>, replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale,
+              scatter, scatter_grad, sgd, slice, slice_grad, softmax, split, squeeze, stack, stack_grad,
+              strided_slice, strided_slice_grad, swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad, transpose,
+              triu, triu_grad, unbind, unsqueeze, where, where_grad>;
 
 namespace detail {
 
@@ -189,6 +190,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("celu"),
     detail::entry<elementwise>("clip"),
     detail::entry<concat>("concat"),
+    detail::entry<concat_grad>("concat_grad"),
     detail::entry<elementwise>("conj"),
     detail::entry<elementwise>("cos"),
     detail::entry<elementwise_unary_grad>("cos_grad"),
