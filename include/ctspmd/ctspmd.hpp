@@ -23,9 +23,11 @@
 #include <ctspmd/notation/einsum_notation.hpp>
 #include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
+#include <ctspmd/rules/bmm_grad.hpp>
 #include <ctspmd/rules/c_embedding.hpp>
 #include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>
+#include <ctspmd/rules/concat_grad.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/cumsum.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>
@@ -37,6 +39,7 @@
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/embedding_grad.hpp>
 #include <ctspmd/rules/expand_as.hpp>
+#include <ctspmd/rules/expand_as_grad.hpp>
 #include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/fused_rope.hpp>
@@ -52,6 +55,7 @@
 #include <ctspmd/rules/numel.hpp>
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/pad.hpp>
+#include <ctspmd/rules/pad_grad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/reduction_grad.hpp>
 #include <ctspmd/rules/registry.hpp>
@@ -63,9 +67,11 @@
 #include <ctspmd/rules/scale.hpp>
 #include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>
+#include <ctspmd/rules/slice_grad.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/squeeze.hpp>
+#include <ctspmd/rules/stack_grad.hpp>
 #include <ctspmd/rules/swiglu.hpp>
 #include <ctspmd/rules/tile.hpp>
 #include <ctspmd/rules/topk.hpp>

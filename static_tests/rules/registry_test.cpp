@@ -11,7 +11,7 @@ static_assert(rules::has_rule<"embedding"> && rules::has_rule<"lookup_table_v2">
 static_assert(!rules::has_rule<"embeding"> && !rules::has_rule<"">);
 static_assert(std::is_same_v<rules::rule_for<"matmul">, rules::matmul>);
 static_assert(std::is_same_v<rules::rule_for<"einsum">, rules::dynamic_einsum>);
-static_assert(rules::registry.size() == 228);
+static_assert(rules::registry.size() == 236);
 static_assert(rules::registry_find("matmul") < rules::registry.size() && rules::registry_find("matmull") == rules::registry.size());
 
 // Every Paddle name of the reference's rule list (and "einsum"), each to its rule.

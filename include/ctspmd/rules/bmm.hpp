@@ -5,7 +5,8 @@
 /// x is [B, M, K] and y [B, K, N], with one batch size (no broadcasting: a size-1 batch dim
 /// does not stretch) and one K; a size of -1 (unknown) matches any. Anything else is
 /// `invalid_argument` naming the operands and sizes. Then bmm is matmul without transposes
-/// (matmul.hpp), forward and backward, under either semantics.
+/// (matmul.hpp), forward and backward, under either semantics. The gradient: `bmm_grad`
+/// (bmm_grad.hpp).
 
 #include <cstdint>
 

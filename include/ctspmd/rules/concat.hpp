@@ -38,6 +38,7 @@
 /// (never sharded) inserted there. Merging, partial status and backward are concat's.
 ///
 /// Forward then backward gives back forward's inputs (the round-trip property holds).
+/// The gradients: `concat_grad` (concat_grad.hpp) and `stack_grad` (stack_grad.hpp).
 
 #include <cstddef>
 #include <cstdint>

@@ -27,7 +27,7 @@
 /// takes it at its non-broadcast dims, y (when present) and the output take it, not partial.
 ///
 /// The round trip (forward, then backward from forward's outputs) gives back forward's x and y.
-/// (expand_as_grad is not in the phi-semantics.md operator table; not provided.)
+/// The gradient: `expand_as_grad` (expand_as_grad.hpp).
 
 #include <cstddef>
 #include <cstdint>

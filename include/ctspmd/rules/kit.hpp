@@ -196,6 +196,23 @@ constexpr error_info no_reverse_inference() {
                     "a grad rule has no reverse inference: call it forward, with the output gradients among its inputs");
 }
 
+/// `a` with the partial status of `src` added on the mesh dims `a` does not shard (a mesh dim is
+/// never both; where `a` shards it, `src` must be reduced first) and, when `linear_only`, only
+/// where it is of reduce type sum or avg (what an operator that adds elements commutes with).
+/// For a gradient that moves, selects or sums elements of a partial out_grad.
+constexpr tensor_dist_attr& add_unsharded_partial_of(tensor_dist_attr& a, const tensor_dist_attr& src,
+                                                     bool linear_only = false) {
+  for (auto m : src.partial_dims()) {
+    // (m >= 0 always; without the test GCC 12 assumes m may be -1 and warns of reading the
+    // reduce-type table at index -1: a false -Warray-bounds.)
+    if (m < 0 || a.shards(m)) continue;
+    const reduce_type r = src.partial_reduce_type(m);
+    if (linear_only && r != reduce_type::sum && r != reduce_type::avg) continue;
+    a.set_partial_status({m}, r);
+  }
+  return a;
+}
+
 /// The gradient of an operand of shape `operand` that was broadcast (numpy-style, right-aligned)
 /// to `grad_shape`, from the gradient `grad` of the broadcast result (phi's
 /// ReduceGradBroadCastDims): `grad`'s sharding without the leading dims the operand lacks, the

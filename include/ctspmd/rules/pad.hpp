@@ -23,8 +23,8 @@
 /// back with it, not partial.
 ///
 /// The same under both semantics but for the merge policy. The round trip (forward, then
-/// backward from forward's outputs) gives back forward's x. (pad_grad is not in the
-/// phi-semantics.md operator table; not provided.)
+/// backward from forward's outputs) gives back forward's x. The gradient: `pad_grad`
+/// (pad_grad.hpp).
 
 #include <cstddef>
 #include <cstdint>

@@ -23,9 +23,11 @@
 #include <ctspmd/core/fixed_string.hpp>
 #include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
+#include <ctspmd/rules/bmm_grad.hpp>
 #include <ctspmd/rules/c_embedding.hpp>
 #include <ctspmd/rules/c_softmax_with_cross_entropy.hpp>
 #include <ctspmd/rules/concat.hpp>
+#include <ctspmd/rules/concat_grad.hpp>
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/cumsum.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>
@@ -36,6 +38,7 @@
 #include <ctspmd/rules/embedding.hpp>
 #include <ctspmd/rules/embedding_grad.hpp>
 #include <ctspmd/rules/expand_as.hpp>
+#include <ctspmd/rules/expand_as_grad.hpp>
 #include <ctspmd/rules/flash_attention.hpp>
 #include <ctspmd/rules/fused_linear_param_grad_add.hpp>
 #include <ctspmd/rules/fused_rope.hpp>
@@ -50,6 +53,7 @@
 #include <ctspmd/rules/numel.hpp>
 #include <ctspmd/rules/optimizer.hpp>
 #include <ctspmd/rules/pad.hpp>
+#include <ctspmd/rules/pad_grad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/reduction_grad.hpp>
 #include <ctspmd/rules/replicated.hpp>
@@ -60,9 +64,11 @@
 #include <ctspmd/rules/scale.hpp>
 #include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>
+#include <ctspmd/rules/slice_grad.hpp>
 #include <ctspmd/rules/softmax.hpp>
 #include <ctspmd/rules/split.hpp>
 #include <ctspmd/rules/squeeze.hpp>
+#include <ctspmd/rules/stack_grad.hpp>
 #include <ctspmd/rules/swiglu.hpp>
 #include <ctspmd/rules/tile.hpp>
 #include <ctspmd/rules/topk.hpp>
@@ -81,21 +87,23 @@ struct rule_list {
 
 /// Every registered rule type, each once.
 using registered_rules =
-    rule_list<adam, adamw, add_n, argmax, argmin, bmm, c_embedding, c_embedding_grad, c_softmax_with_cross_entropy,
-              c_softmax_with_cross_entropy_grad, cast, concat, cross_entropy_with_softmax,
-              cross_entropy_with_softmax_grad, cumsum, cumsum_grad, default_data_parallel, det, dropout, dropout_grad,
-              dynamic_einsum, elementwise, elementwise_binary_grad, elementwise_unary_grad, embedding, embedding_grad,
-              expand_as, flash_attention, flash_attention_grad, flatten, frobenius_norm, full_like, fused_dropout_add,
-              fused_dropout_add_grad, fused_linear_param_grad_add, fused_rope, fused_rope_grad, gather, gather_grad,
-              gather_nd, gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad,
-              logsumexp, logsumexp_grad, matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch,
-              moe_gate_dispatch_grad, numel, one_hot, p_norm, p_norm_grad, pad, pow_grad, power, reduction_grad,
-              reduction_grad_with_out, reduction_with<reduce_type::all>, reduction_with<reduce_type::any>,
-              reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>, reduction_with<reduce_type::min>,
-              reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>, replicated, reshape, reshape_grad,
-              rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice, softmax, softmax_grad, split,
-              squeeze, stack, strided_slice, swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad, transpose,
-              transpose_grad, triu, triu_grad, unbind, unsqueeze, where, where_grad>;
+    rule_list<adam, adamw, add_n, argmax, argmin, bmm, bmm_grad, c_embedding, c_embedding_grad,
+              c_softmax_with_cross_entropy, c_softmax_with_cross_entropy_grad, cast, concat, concat_grad,
+              cross_entropy_with_softmax, cross_entropy_with_softmax_grad, cumsum, cumsum_grad, default_data_parallel,
+              det, dropout, dropout_grad, dynamic_einsum, elementwise, elementwise_binary_grad,
+              elementwise_unary_grad, embedding, embedding_grad, expand_as, expand_as_grad, flash_attention,
+              flash_attention_grad, flatten, frobenius_norm, full_like, fused_dropout_add, fused_dropout_add_grad,
+              fused_linear_param_grad_add, fused_rope, fused_rope_grad, gather, gather_grad, gather_nd,
+              gather_nd_grad, gelu_grad, index_select, index_select_grad, layer_norm, layer_norm_grad, logsumexp,
+              logsumexp_grad, matmul, matmul_grad, moe_combine, moe_combine_grad, moe_gate_dispatch,
+              moe_gate_dispatch_grad, numel, one_hot, p_norm, p_norm_grad, pad, pad_grad, pow_grad, power,
+              reduction_grad, reduction_grad_with_out, reduction_with<reduce_type::all>,
+              reduction_with<reduce_type::any>, reduction_with<reduce_type::avg>, reduction_with<reduce_type::max>,
+              reduction_with<reduce_type::min>, reduction_with<reduce_type::prod>, reduction_with<reduce_type::sum>,
+              replicated, reshape, reshape_grad, rms_norm, rms_norm_grad, scale, scatter, scatter_grad, sgd, slice,
+              slice_grad, softmax, softmax_grad, split, squeeze, stack, stack_grad, strided_slice, strided_slice_grad,
+              swiglu, swiglu_grad, tile, tile_grad, topk, topk_grad, transpose, transpose_grad, triu, triu_grad,
+              unbind, unsqueeze, where, where_grad>;
 
 namespace detail {
 
@@ -178,6 +186,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("bitwise_or"),
     detail::entry<elementwise>("bitwise_xor"),
     detail::entry<bmm>("bmm"),
+    detail::entry<bmm_grad>("bmm_grad"),
     detail::entry<c_embedding>("c_embedding"),
     detail::entry<c_embedding_grad>("c_embedding_grad"),
     detail::entry<c_softmax_with_cross_entropy>("c_softmax_with_cross_entropy"),
@@ -187,6 +196,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("celu"),
     detail::entry<elementwise>("clip"),
     detail::entry<concat>("concat"),
+    detail::entry<concat_grad>("concat_grad"),
     detail::entry<elementwise>("conj"),
     detail::entry<elementwise>("cos"),
     detail::entry<elementwise_unary_grad>("cos_grad"),
@@ -214,6 +224,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise>("exp"),
     detail::entry<elementwise_unary_grad>("exp_grad"),
     detail::entry<expand_as>("expand_as"),
+    detail::entry<expand_as_grad>("expand_as_grad"),
     detail::entry<elementwise>("expm1"),
     detail::entry<elementwise>("exponential_"),
     detail::entry<elementwise>("fill"),
@@ -298,6 +309,7 @@ inline constexpr std::array registry = {
     detail::entry<p_norm>("p_norm"),
     detail::entry<p_norm_grad>("p_norm_grad"),
     detail::entry<pad>("pad"),
+    detail::entry<pad_grad>("pad_grad"),
     detail::entry<elementwise>("poisson"),
     detail::entry<power>("pow"),
     detail::entry<pow_grad>("pow_grad"),
@@ -331,6 +343,7 @@ inline constexpr std::array registry = {
     detail::entry<elementwise_unary_grad>("sin_grad"),
     detail::entry<elementwise>("sinh"),
     detail::entry<slice>("slice"),
+    detail::entry<slice_grad>("slice_grad"),
     detail::entry<softmax>("softmax"),
     detail::entry<softmax_grad>("softmax_grad"),
     detail::entry<cross_entropy_with_softmax>("softmax_with_cross_entropy"),
@@ -348,8 +361,10 @@ inline constexpr std::array registry = {
     detail::entry<squeeze>("squeeze"),
     detail::entry<reshape_grad>("squeeze_grad"),
     detail::entry<stack>("stack"),
+    detail::entry<stack_grad>("stack_grad"),
     detail::entry<elementwise>("stanh"),
     detail::entry<strided_slice>("strided_slice"),
+    detail::entry<strided_slice_grad>("strided_slice_grad"),
     detail::entry<elementwise>("subtract"),
     detail::entry<elementwise_binary_grad>("subtract_grad"),
     detail::entry<reduction_with<reduce_type::sum>>("sum"),
@@ -374,6 +389,7 @@ inline constexpr std::array registry = {
     detail::entry<triu_grad>("triu_grad"),
     detail::entry<elementwise>("trunc"),
     detail::entry<unbind>("unbind"),
+    detail::entry<stack>("unbind_grad"),
     detail::entry<unsqueeze>("unsqueeze"),
     detail::entry<unsqueeze>("unsqueeze2"),
     detail::entry<reshape_grad>("unsqueeze_grad"),

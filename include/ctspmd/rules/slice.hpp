@@ -27,6 +27,7 @@
 ///
 /// Both rules behave the same under both semantics except for the merge policy.
 /// The round trip (forward, then backward from forward's outputs) gives back forward's x.
+/// The gradients: `slice_grad` and `strided_slice_grad` (slice_grad.hpp).
 
 #include <cstddef>
 #include <cstdint>

@@ -20,6 +20,8 @@
 /// comes back with the merged mapping, not partial.
 ///
 /// The round trip (forward, then backward from forward's outputs) gives back forward's x.
+/// The gradient, `unbind_grad`, stacks the outputs' gradients: it is the stack rule (concat.hpp;
+/// Paddle's operator invokes stack).
 
 #include <cstddef>
 #include <cstdint>
