@@ -82,7 +82,7 @@ class step_builder {
     copy_forward();
     mark_requires_grad();
     // Plan inputs every part of the step shares.
-    absent_ = add({"", {}, 4, false, {}, -1});
+    absent_ = add_absent();
     learning_rate_ = add({"learning_rate", {1}, 4, false, {}, -1});
     beta1_pow_ = add({"beta1_pow", {1}, 4, false, {}, -1});
     beta2_pow_ = add({"beta2_pow", {1}, 4, false, {}, -1});
@@ -186,11 +186,15 @@ class step_builder {
                        "more than {} tensors (raise training_step's MaxTensors)", T2));
     return static_cast<std::uint16_t>(p_.add_tensor(t).index);
   }
+  /// An absent operand (shape []): an optional input left out, or its output.
+  constexpr std::uint16_t add_absent() { return add({"", {}, 4, false, {}, -1}); }
+  /// A tensor of t's name, shape and element size, holding `role` of tensor `of`.
+  constexpr std::uint16_t add_like(const tensor_info& t, tensor_role role, std::size_t of, std::int64_t producer = -1) {
+    return add({t.name, t.shape, t.element_bytes, false, {}, producer, false, role, static_cast<std::int64_t>(of)});
+  }
   /// A new gradient tensor of forward tensor t (written by the operator being built).
   constexpr std::uint16_t gradient_of(size_t t) {
-    const auto& f = p_.tensors_[t];
-    return add({f.name, f.shape, f.element_bytes, false, {}, -1, false, tensor_role::gradient,
-                static_cast<std::int64_t>(t)});
+    return add_like(p_.tensors_[t], tensor_role::gradient, t);
   }
   constexpr void add_part(size_t t, std::uint16_t part) {
     next_part_[part] = part_head_[t];
@@ -271,7 +275,7 @@ class step_builder {
       if (c == 'g') b.inputs.push_back(output_gradient(op.outputs[k]));
       if (c == 'd') {
         if (k >= op.inputs.size() || absent(p_.tensors_[op.inputs[k]])) {
-          b.outputs.push_back(add({"", {}, 4, false, {}, -1}));
+          b.outputs.push_back(add_absent());
           continue;
         }
         const auto t = op.inputs[k];
@@ -345,12 +349,9 @@ class step_builder {
     // first run, which the last backward run reads.
     save_block_inputs(fb);
     p_.blocks_[fb].first_run_at = p_.tensor_count_;
-    for (size_t t = f.input.index; t < f.end_tensor; ++t)
-      add({f_.tensors_[t].name, f_.tensors_[t].shape, f_.tensors_[t].element_bytes, false, {}, -1, false,
-           tensor_role::first_run_layout, static_cast<std::int64_t>(t)});
+    for (size_t t = f.input.index; t < f.end_tensor; ++t) add_like(f_.tensors_[t], tensor_role::first_run_layout, t);
     for (size_t t = p_.blocks_[fb].saved_begin; t < p_.blocks_[fb].saved_end; ++t)
-      add({p_.tensors_[t].name, p_.tensors_[t].shape, p_.tensors_[t].element_bytes, false, {}, -1, false,
-           tensor_role::first_run_layout, static_cast<std::int64_t>(t)});
+      add_like(p_.tensors_[t], tensor_role::first_run_layout, t);
     // Inside the body, the output's gradient is the backward run's input (and parts from the body).
     grad_[f.output.index] = none;
     part_head_[f.output.index] = none;
@@ -413,10 +414,10 @@ class step_builder {
     u.outputs.push_back(add(updated));
     u.outputs.push_back(add(state));
     u.outputs.push_back(add(state));
-    u.outputs.push_back(add({"", {}, 4, false, {}, -1}));
+    u.outputs.push_back(add_absent());
     u.outputs.push_back(add({"beta1_pow", {1}, 4, false, {}, -1}));
     u.outputs.push_back(add({"beta2_pow", {1}, 4, false, {}, -1}));
-    u.outputs.push_back(add({"", {}, 4, false, {}, -1}));
+    u.outputs.push_back(add_absent());
     emit(u);
   }
 
