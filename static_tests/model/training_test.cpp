@@ -153,6 +153,79 @@ static_assert(mrs.op_at(12).rule == "max_grad" && mrs.op_at(13).rule == "mean_gr
 static_assert(mrs.op_at(17).rule == "transpose_grad" && mrs.op_at(18).rule == "adamw");
 static_assert(model::propagate(mrs).ok());
 
+// ==== recipe text, parsed during compilation ===================================================
+constexpr auto parsed = model::detail::parse_recipe("i* o1 - g12 > d0= d*");
+static_assert(parsed.inputs.size() == 4 && parsed.outputs.size() == 2);
+static_assert(parsed.inputs[0].kind == 'i' && parsed.inputs[0].index == model::detail::recipe_operand::all);
+static_assert(parsed.inputs[1].kind == 'o' && parsed.inputs[1].index == 1 && parsed.inputs[2].kind == '-');
+static_assert(parsed.inputs[3].kind == 'g' && parsed.inputs[3].index == 12);
+static_assert(parsed.outputs[0].kind == 'd' && parsed.outputs[0].pinned && parsed.outputs[1].index == model::detail::recipe_operand::all);
+static_assert(parsed.reads_gradient(12) && !parsed.reads_gradient(1) && model::detail::parse_recipe("g* > d0").reads_gradient(5));
+static_assert(!constant_evaluates<[] { return model::detail::parse_recipe("i0 > g0").outputs.size(); }>);  // not an output
+static_assert(!constant_evaluates<[] { return model::detail::parse_recipe("d0 > d1").inputs.size(); }>);   // not an input
+static_assert(!constant_evaluates<[] { return model::detail::parse_recipe("i > d0").inputs.size(); }>);    // no index
+static_assert(!constant_evaluates<[] { return model::detail::parse_recipe("o* > d0").inputs.size(); }>);
+static_assert(!constant_evaluates<[] { return model::detail::parse_recipe("i0 > d0 > d1").inputs.size(); }>);
+static_assert(!constant_evaluates<[] { return model::detail::parse_recipe("i99 > d0").inputs.size(); }>);
+
+// ==== recipes of bmm and the slicing and joining operators ======================================
+// Every grad rule in its operand order: concat_grad reads every input (`i*`) and gives every
+// gradient (`d*`), stack_grad gives every gradient, unbind's grad (the stack rule) reads every
+// output's gradient (`g*`).
+constexpr auto shape_recipes() {
+  model::plan<24, 12> p(mesh);
+  auto a = p.parameter("a", {4, 8, 16}, {0, -1, -1});
+  auto b = p.parameter("b", {4, 16, 8}, {0, -1, 1});
+  auto c = p.tensor("c", {4, 8, 8});
+  p.op<"bmm">({a, b}, {c});
+  auto s = p.tensor("s", {4, 4, 8}), ss = p.tensor("ss", {4, 4, 8});
+  p.op<"slice">({c}, {s}, {.axes = {1}, .starts = {0}, .ends = {4}});
+  p.op<"strided_slice">({c}, {ss}, {.axes = {1}, .starts = {0}, .ends = {8}, .strides = {2}});
+  auto st = p.tensor("st", {2, 4, 4, 8});
+  p.op<"stack">({s, ss}, {st}, {.axis = 0});
+  auto u0 = p.tensor("u0", {4, 4, 8}), u1 = p.tensor("u1", {4, 4, 8});
+  p.op<"unbind">({st}, {u0, u1}, {.axis = 0});
+  auto cc = p.tensor("cc", {4, 4, 16});
+  p.op<"concat">({u0, u1}, {cc}, {.axis = 2});
+  auto pd = p.tensor("pd", {4, 6, 16});
+  p.op<"pad">({cc}, {pd}, {.paddings = {0, 0, 1, 1, 0, 0}});
+  auto bias = p.parameter("bias", {1, 6, 16}), e = p.tensor("e", {4, 6, 16});
+  p.op<"expand_as">({bias, pd}, {e});
+  auto loss = p.tensor("loss", {4, 6, 16});
+  p.op<"add">({pd, e}, {loss});
+  return model::training_step(p, loss);
+}
+constexpr auto srs = shape_recipes();
+constexpr auto shape_grad = [](std::size_t i) { return srs.op_at(i); };
+static_assert(srs.op_count() == 9 + 10 + 3);
+// The loss's gradient flows through add, then expand_as (to bias: y is read for its shape only)
+// and pad (to cc).
+static_assert(shape_grad(9).rule == "add_grad" && shape_grad(10).rule == "expand_as_grad");
+static_assert(shape_grad(10).inputs.size() == 2 && shape_grad(10).outputs.size() == 1);  // x, out_grad > x_grad
+static_assert(srs.tensor_at(shape_grad(10).inputs[0]).name == "bias" &&
+              shape_grad(10).inputs[1] == shape_grad(9).outputs[1]);
+static_assert(shape_grad(11).rule == "pad_grad" && shape_grad(11).inputs.size() == 1 &&
+              shape_grad(11).inputs[0] == shape_grad(9).outputs[0]);
+// concat_grad(u0, u1, out_grad) > u0_grad, u1_grad; unbind's grad stacks both; stack_grad splits.
+static_assert(shape_grad(12).rule == "concat_grad" && shape_grad(12).inputs.size() == 3 && shape_grad(12).outputs.size() == 2);
+static_assert(srs.tensor_at(shape_grad(12).inputs[0]).name == "u0" && srs.tensor_at(shape_grad(12).inputs[1]).name == "u1");
+static_assert(shape_grad(12).inputs[2] == shape_grad(11).outputs[0]);
+static_assert(shape_grad(13).rule == "unbind_grad" && shape_grad(13).inputs.size() == 2 && shape_grad(13).outputs.size() == 1);
+static_assert(shape_grad(13).inputs[0] == shape_grad(12).outputs[0] && shape_grad(13).inputs[1] == shape_grad(12).outputs[1]);
+static_assert(shape_grad(14).rule == "stack_grad" && shape_grad(14).inputs[0] == shape_grad(13).outputs[0] &&
+              shape_grad(14).outputs.size() == 2);
+static_assert(shape_grad(15).rule == "strided_slice_grad" && shape_grad(15).inputs[1] == shape_grad(14).outputs[1]);
+static_assert(shape_grad(16).rule == "slice_grad" && shape_grad(16).inputs[1] == shape_grad(14).outputs[0]);
+static_assert(srs.tensor_at(shape_grad(16).inputs[0]).name == "c");  // x, as slice read it
+// c's two parts summed, then bmm_grad(x, y, out_grad) > x_grad, y_grad.
+static_assert(shape_grad(17).rule == "add_n" && shape_grad(17).inputs.size() == 2);
+static_assert(shape_grad(18).rule == "bmm_grad" && shape_grad(18).inputs.size() == 3 &&
+              shape_grad(18).inputs[2] == shape_grad(17).outputs[0] && shape_grad(18).outputs.size() == 2);
+static_assert(shape_grad(19).rule == "adamw" && shape_grad(20).label == "b" && shape_grad(21).label == "bias");
+static_assert(shape_grad(21).inputs[1] == shape_grad(10).outputs[0]);
+constexpr auto srr = model::propagate(srs);
+static_assert(srr.ok());
+
 // ==== a repeated block: its backward pass is a block of as many runs ============================
 constexpr auto layers(bool annotate_source) {
   model::plan<24, 12> p(mesh);

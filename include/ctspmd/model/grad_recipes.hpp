@@ -13,17 +13,23 @@
 /// - `gK`: the gradient of its output K (zeros, laid out as the grad rule needs, when nothing
 ///   downstream gives output K a gradient; absent when output K is);
 /// - `g*`: the gradients of every output, in order (split's grad, concat, reads them all);
-/// - after `>`, `dK`: the gradient of input K (absent where input K is); `dK=` the same, pinned
+///   `i*`: every input, in order (concat's grad reads them all);
+/// - after `>`, `dK`: the gradient of input K (absent where input K is); `d*` the gradients of
+///   every input, in order (stack's grad gives them all); `dK=` the same as `dK`, pinned
 ///   to input K's layout without its partial status: an `assign` is where a plan reshards (a
 ///   gather, a reduce), and the gradient goes back as the reverse reshard (Megatron's pairs:
 ///   all-gather forward, reduce-scatter backward, and the other way round; an all-reduce of a
 ///   partial sum forward, nothing backward).
 /// An empty grad name marks an operator no gradient flows through (its outputs are indices,
-/// counts or constants).
+/// counts or constants). The text is parsed once per forward name, during compilation
+/// (`parsed_recipe`); a malformed one is a compile error.
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/rules/registry.hpp>
 
 namespace ctspmd::model::detail {
@@ -43,9 +49,11 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"argmax", "", ""},
     {"argmin", "", ""},
     {"assign", "assign", "g0 > d0="},
+    {"bmm", "bmm_grad", "i0 i1 g0 > d0 d1"},
     {"c_embedding", "c_embedding_grad", "i0 i1 g0 > d0"},
     {"c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "o0 i1 g1 > d0"},
     {"cast", "cast", "g0 > d0"},
+    {"concat", "concat_grad", "i* g0 > d*"},
     {"cos", "cos_grad", "i0 g0 > d0"},
     {"cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "i1 o0 g1 > d0"},
     {"cumsum", "cumsum_grad", "i0 g0 > d0"},
@@ -55,6 +63,7 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"embedding", "embedding_grad", "i0 i1 g0 > d1"},
     {"equal", "", ""},
     {"exp", "exp_grad", "o0 g0 > d0"},
+    {"expand_as", "expand_as_grad", "i0 g0 > d0"},  // y is read for its shape only
     {"flash_attention", "flash_attention_grad", "i0 i1 i2 o0 o2 o3 i4 g0 > d0 d1 d2"},
     {"flatten", "flatten_grad", "i0 g0 > d0"},
     {"full_like", "", ""},
@@ -89,6 +98,7 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"numel", "", ""},
     {"one_hot", "", ""},
     {"p_norm", "p_norm_grad", "i0 o0 g0 > d0"},
+    {"pad", "pad_grad", "g0 > d0"},
     {"pow", "pow_grad", "i0 g0 > d0"},
     {"prod", "prod_grad", "i0 o0 g0 > d0"},
     {"relu", "relu_grad", "o0 g0 > d0"},
@@ -101,6 +111,7 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"sigmoid", "sigmoid_grad", "o0 g0 > d0"},
     {"silu", "silu_grad", "i0 g0 > d0"},
     {"sin", "sin_grad", "i0 g0 > d0"},
+    {"slice", "slice_grad", "i0 g0 > d0"},
     {"softmax", "softmax_grad", "o0 g0 > d0"},
     {"softmax_with_cross_entropy", "cross_entropy_with_softmax_grad", "i1 o0 g1 > d0"},
     {"split", "concat", "g* > d0"},
@@ -108,6 +119,8 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"sqrt", "sqrt_grad", "o0 g0 > d0"},
     {"square", "square_grad", "i0 g0 > d0"},
     {"squeeze", "squeeze_grad", "i0 g0 > d0"},
+    {"stack", "stack_grad", "g0 > d*"},
+    {"strided_slice", "strided_slice_grad", "i0 g0 > d0"},
     {"subtract", "subtract_grad", "i0 i1 g0 > d0 d1"},
     {"sum", "sum_grad", "i0 g0 > d0"},
     {"swiglu", "swiglu_grad", "i0 i1 g0 > d0 d1"},
@@ -118,11 +131,70 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"transpose2", "transpose_grad", "g0 > d0"},
     {"tril_triu", "triu_grad", "g0 > d0"},
     {"triu", "triu_grad", "g0 > d0"},
+    {"unbind", "unbind_grad", "g* > d0"},
     {"unsqueeze", "unsqueeze_grad", "i0 g0 > d0"},
     {"unsqueeze2", "unsqueeze_grad", "i0 g0 > d0"},
     {"where", "where_grad", "i0 i1 i2 g0 > d1 d2"},
 };
 inline constexpr std::size_t grad_recipe_count = sizeof grad_recipes / sizeof *grad_recipes;
+
+/// One operand of a recipe: `kind` is 'i', 'o', 'g' or '-' (inputs) or 'd' (outputs); `index`
+/// is K, or `all` for `*`; `pinned` marks `dK=`.
+struct recipe_operand {
+  static constexpr std::uint8_t all = 0xff;
+  char kind = '-';
+  std::uint8_t index = 0;
+  bool pinned = false;
+};
+
+/// A recipe's operand text, parsed.
+struct parsed_recipe {
+  static_vector<recipe_operand, max_operands> inputs{}, outputs{};
+  /// Whether the grad operator reads the gradient of forward output j (`gj` or `g*`).
+  constexpr bool reads_gradient(std::size_t j) const noexcept {
+    for (const auto& o : inputs)
+      if (o.kind == 'g' && (o.index == recipe_operand::all || o.index == j)) return true;
+    return false;
+  }
+};
+
+/// Parses a recipe's operand text (see the file comment).
+constexpr parsed_recipe parse_recipe(std::string_view text) {
+  parsed_recipe r;
+  bool outputs = false;
+  for (std::size_t at = 0; at < text.size();) {
+    const char c = text[at++];
+    if (c == ' ') continue;
+    const auto bad = [&] {
+      return make_error(error_kind::invalid_argument, "grad recipe", "malformed operand at character {}", at - 1);
+    };
+    if (c == '>') {
+      if (outputs) raise(bad());
+      outputs = true;
+      continue;
+    }
+    recipe_operand o{c};
+    if (outputs ? c != 'd' : (c != 'i' && c != 'o' && c != 'g' && c != '-')) raise(bad());
+    if (c != '-') {
+      if (at < text.size() && text[at] == '*' && c != 'o') {
+        o.index = recipe_operand::all;
+        ++at;
+      } else {
+        if (at == text.size() || text[at] < '0' || text[at] > '9') raise(bad());
+        std::size_t n = 0;
+        while (at < text.size() && text[at] >= '0' && text[at] <= '9') n = n * 10 + static_cast<std::size_t>(text[at++] - '0');
+        if (n >= max_operands) raise(bad());
+        o.index = static_cast<std::uint8_t>(n);
+      }
+      if (c == 'd' && at < text.size() && text[at] == '=') {
+        o.pinned = true;
+        ++at;
+      }
+    }
+    (outputs ? r.outputs : r.inputs).push_back(o);
+  }
+  return r;
+}
 
 /// The recipe of forward operator `name`, or grad_recipe_count.
 constexpr std::size_t find_grad_recipe(std::string_view name) {
@@ -139,6 +211,13 @@ constexpr bool recipes_name_registered_rules() {
   return true;
 }
 static_assert(recipes_name_registered_rules(), "a grad recipe names an operator the registry does not have");
+
+constexpr bool recipes_parse() {
+  for (const auto& r : grad_recipes) parse_recipe(r.operands);
+  return true;
+}
+static_assert(recipes_parse());
+
 
 }  // namespace ctspmd::model::detail
 

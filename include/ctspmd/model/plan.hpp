@@ -59,29 +59,68 @@ constexpr auto attribute_types(rules::rule_list<Rules...>) {
 }
 
 /// One value of one of the types `T...` (all trivially copyable), which one being known from
-/// elsewhere (an operator's rule): a recursive union, a fraction of std::variant's compile
-/// time. Reading another type than the one stored is a compile error in constant evaluation.
-template <class... T>
-union one_of {};
-template <class H, class... T>
-union one_of<H, T...> {
-  H head;
-  one_of<T...> tail;
-  constexpr one_of() noexcept : head() {}
-  constexpr one_of(const H& h) noexcept : head(h) {}  // NOLINT: converts like variant's
-  template <class U>
-    requires(!std::is_same_v<U, H>)
-  constexpr one_of(const U& u) noexcept : tail(u) {}  // NOLINT
+/// elsewhere (an operator's rule): a balanced tree of unions, so that storing or reading a type
+/// costs a constant-evaluation step per level (about log2 of the number of types), a fraction of
+/// std::variant's compile time. Reading another type than the one stored is a compile error in
+/// constant evaluation.
+template <class T>
+union leaf {
+  T value;
+  constexpr leaf() noexcept : value() {}
+  constexpr leaf(const T& v) noexcept : value(v) {}  // NOLINT: converts like variant's
   template <class U>
   constexpr const U& get() const noexcept {
-    if constexpr (std::is_same_v<U, H>)
-      return head;
-    else
-      return tail.template get<U>();
+    return value;
   }
 };
+template <class Tree, class U>
+inline constexpr bool holds = false;
+template <class T, class U>
+inline constexpr bool holds<leaf<T>, U> = std::is_same_v<T, U>;
+template <class L, class R>
+union node;
+template <class L, class R, class U>
+inline constexpr bool holds<node<L, R>, U> = holds<L, U> || holds<R, U>;
+template <class L, class R>
+union node {
+  L left;
+  R right;
+  constexpr node() noexcept : left() {}
+  template <class U>
+    requires holds<L, U>
+  constexpr node(const U& u) noexcept : left(u) {}  // NOLINT
+  template <class U>
+    requires(!holds<L, U> && holds<R, U>)
+  constexpr node(const U& u) noexcept : right(u) {}  // NOLINT
+  template <class U>
+  constexpr const U& get() const noexcept {
+    if constexpr (holds<L, U>)
+      return left.template get<U>();
+    else
+      return right.template get<U>();
+  }
+};
+// Pairs neighbours (a, b, c, d, e -> node<a, b>, node<c, d>, e) until one tree is left.
+template <class Done, class Rest>
+struct paired;
+template <class... Done>
+struct paired<type_list<Done...>, type_list<>> {
+  using type = type_list<Done...>;
+};
+template <class... Done, class A>
+struct paired<type_list<Done...>, type_list<A>> {
+  using type = type_list<Done..., A>;
+};
+template <class... Done, class A, class B, class... Rest>
+struct paired<type_list<Done...>, type_list<A, B, Rest...>> : paired<type_list<Done..., node<A, B>>, type_list<Rest...>> {};
+template <class List>
+struct tree_of : tree_of<typename paired<type_list<>, List>::type> {};
+template <class A>
+struct tree_of<type_list<A>> {
+  using type = A;
+};
 template <class... T>
-one_of<T...> as_one_of(type_list<T...>);
+auto as_one_of(type_list<T...>) -> typename tree_of<type_list<leaf<T>...>>::type;
 }  // namespace detail
 
 /// The attributes of any registered rule (`a.get<Rule::attributes>()` reads them).
@@ -149,7 +188,7 @@ constexpr std::string_view to_string(phase p) noexcept {
 struct operator_info;
 namespace detail {
 /// The grad operator of an operator, as `<ctspmd/model/training.hpp>` derives it: its rule,
-/// attributes and operands (the recipe's text, see grad_recipes.hpp).
+/// attributes and operands (the recipe, parsed: see grad_recipes.hpp).
 struct grad_operator;
 }  // namespace detail
 
@@ -210,7 +249,7 @@ struct grad_operator {
   status (*forward)(spmd_info&, spec_span, const any_attributes&, semantics) = nullptr;
   status (*backward)(spmd_info&, spec_span, spec_span, const any_attributes&, semantics) = nullptr;
   any_attributes attributes{};
-  std::string_view operands{};  ///< see grad_recipes.hpp
+  const parsed_recipe* operands = nullptr;  ///< see grad_recipes.hpp
 };
 
 // A grad operator's attributes from its forward operator's: the same, or none where the grad
@@ -234,8 +273,8 @@ constexpr To grad_attributes(const From& f) {
     return To{.dropout = f.dropout, .causal = f.causal};
   } else if constexpr (std::is_same_v<From, rules::pow_attributes>) {
     return To{.y = f.y};
-  } else if constexpr (std::is_same_v<From, rules::split_attributes>) {
-    return To{.axis = f.axis};  // concat along the split axis
+  } else if constexpr (std::is_same_v<From, rules::split_attributes> || std::is_same_v<From, rules::unbind_attributes>) {
+    return To{.axis = f.axis};  // concat, or stack, along the split or unbound axis
   } else if constexpr (requires { f.keep_dim; f.reduce; }) {  // a reduction's (basic_reduction_attributes<R>)
     return To{.axis = f.axis, .keepdim = f.keep_dim, .reduce_all = f.axis.empty()};
   } else {
@@ -245,16 +284,23 @@ constexpr To grad_attributes(const From& f) {
 }
 
 /// The grad operator of operator `f`, which runs the registered rule `Op`.
+// Variables, not constexpr locals: constant evaluation of grad_thunk would look the recipe up
+// and parse it again on every call.
+template <fixed_string Op>
+inline constexpr grad_recipe recipe_of = grad_recipes[find_grad_recipe(Op.view())];
+template <fixed_string Op>
+inline constexpr parsed_recipe parsed_recipe_of = parse_recipe(recipe_of<Op>.operands);
+
 template <fixed_string Op>
 constexpr grad_operator grad_thunk(const operator_info& f) {
-  constexpr grad_recipe r = grad_recipes[find_grad_recipe(Op.view())];
+  constexpr const grad_recipe& r = recipe_of<Op>;
   if constexpr (r.grad.empty()) {
     return {};
   } else {
     using grad_rule = rules::registered_rule<rules::registry[rules::registry_find(r.grad)].rule>;
     using from = typename rules::rule_for<Op>::attributes;
     return {r.grad, &forward_thunk<grad_rule>, &backward_thunk<grad_rule>,
-            grad_attributes<typename grad_rule::attributes>(f.attributes.template get<from>()), r.operands};
+            grad_attributes<typename grad_rule::attributes>(f.attributes.template get<from>()), &parsed_recipe_of<Op>};
   }
 }
 }  // namespace detail

@@ -156,21 +156,12 @@ class step_builder {
         for (auto t : op.outputs) requires_grad_[t] = true;
         continue;
       }
-      const std::string_view text = op.grad(op).operands;
+      // The outputs whose gradients the grad operator does not read (indices, statistics such as
+      // invvar or softmax_lse, a seed) pass no gradient.
+      const auto g = op.grad(op);
       for (size_t j = 0; j < op.outputs.size(); ++j)
-        if (reads_output_gradient(text, j)) requires_grad_[op.outputs[j]] = true;
+        if (g.operands != nullptr && g.operands->reads_gradient(j)) requires_grad_[op.outputs[j]] = true;
     }
-  }
-  /// True if a recipe's grad operator reads the gradient of output j (`gj` or `g*`): the outputs
-  /// whose gradients it does not read (indices, statistics such as invvar or softmax_lse, a
-  /// seed) pass no gradient.
-  static constexpr bool reads_output_gradient(std::string_view text, size_t j) {
-    for (size_t at = 0; at < text.size();) {
-      if (text[at++] != 'g') continue;
-      if (at < text.size() && text[at] == '*') return true;
-      if (number(text, at) == j) return true;
-    }
-    return false;
   }
 
   constexpr bool in_block_body(size_t t) const {
@@ -232,10 +223,11 @@ class step_builder {
     p_.ops_[p_.op_count_++] = op;
   }
 
-  static constexpr size_t number(std::string_view text, size_t& at) {
-    size_t n = 0;
-    while (at < text.size() && text[at] >= '0' && text[at] <= '9') n = n * 10 + static_cast<size_t>(text[at++] - '0');
-    return n;
+  /// Calls f(k) for each k operand o stands for: its index, or each k < n for `*`.
+  template <class F>
+  static constexpr void each_index(const recipe_operand& o, size_t n, F f) {
+    if (o.index != recipe_operand::all) return f(size_t{o.index});
+    for (size_t k = 0; k < n; ++k) f(k);
   }
 
   /// Operator i's grad operator, if a gradient reaches one of its outputs and one of its inputs
@@ -256,38 +248,31 @@ class step_builder {
     const grad_operator g = op.grad(op);
     if (g.rule.empty()) return;
     operator_info b{g.rule, op.label, {}, {}, g.attributes, g.forward, g.backward, phase::backward};
-    const std::string_view text = g.operands;
-    for (size_t at = 0; at < text.size();) {
-      const char c = text[at++];
-      if (c == ' ' || c == '>') continue;  // inputs are i, o, g and -; outputs d
-      if (c == '-') {
-        b.inputs.push_back(absent_);
-        continue;
-      }
-      if (c == 'g' && at < text.size() && text[at] == '*') {
-        ++at;
-        for (size_t j = 0; j < op.outputs.size(); ++j) b.inputs.push_back(output_gradient(op.outputs[j]));
-        continue;
-      }
-      const size_t k = number(text, at);
-      if (c == 'i') b.inputs.push_back(k < op.inputs.size() ? saved(i, k) : absent_);
-      if (c == 'o') b.inputs.push_back(op.outputs[k]);
-      if (c == 'g') b.inputs.push_back(output_gradient(op.outputs[k]));
-      if (c == 'd') {
-        if (k >= op.inputs.size() || absent(p_.tensors_[op.inputs[k]])) {
-          b.outputs.push_back(add_absent());
-          continue;
-        }
+    const auto push = [&](auto& list, std::uint16_t t) {
+      if (list.size() == max_operands)
+        raise(make_error(error_kind::invalid_argument, op.name(), "operator {}'s grad operator has more than {} operands", i,
+                         max_operands));
+      list.push_back(t);
+    };
+    for (const recipe_operand& o : g.operands->inputs) {
+      if (o.kind == '-') push(b.inputs, absent_);
+      if (o.kind == 'o') push(b.inputs, o.index < op.outputs.size() ? op.outputs[o.index] : absent_);
+      if (o.kind == 'i')
+        each_index(o, op.inputs.size(), [&](size_t k) { push(b.inputs, k < op.inputs.size() ? saved(i, k) : absent_); });
+      if (o.kind == 'g')
+        each_index(o, op.outputs.size(), [&](size_t k) {
+          push(b.inputs, k < op.outputs.size() ? output_gradient(op.outputs[k]) : absent_);
+        });
+    }
+    for (const recipe_operand& o : g.operands->outputs)
+      each_index(o, op.inputs.size(), [&](size_t k) {
+        if (k >= op.inputs.size() || absent(p_.tensors_[op.inputs[k]])) return push(b.outputs, add_absent());
         const auto t = op.inputs[k];
         const auto d = gradient_of(t);
-        if (at < text.size() && text[at] == '=') {
-          ++at;
-          p_.tensors_[d].layout_of = static_cast<std::int64_t>(t);
-        }
-        b.outputs.push_back(d);
+        if (o.pinned) p_.tensors_[d].layout_of = static_cast<std::int64_t>(t);
+        push(b.outputs, d);
         if (requires_grad_[t]) add_part(t, d);
-      }
-    }
+      });
     emit(b);
   }
   /// The tensor that keeps input k of forward operator i as that operator read it: the grad
@@ -311,12 +296,13 @@ class step_builder {
     for (size_t i = f.first_op; i < f.end_op; ++i) {
       const auto& op = f_.ops_[i];
       if (op.grad == nullptr) continue;
-      const std::string_view text = op.grad(op).operands;
-      for (size_t at = 0; at < text.size();)
-        if (text[at++] == 'i') {
-          const size_t k = number(text, at);
-          if (k < op.inputs.size()) saved(i, k);
-        }
+      const auto g = op.grad(op);
+      if (g.operands == nullptr) continue;
+      for (const recipe_operand& o : g.operands->inputs)
+        if (o.kind == 'i')
+          each_index(o, op.inputs.size(), [&](size_t k) {
+            if (k < op.inputs.size()) saved(i, k);
+          });
     }
     f.saved_end = p_.tensor_count_;
   }
