@@ -40,10 +40,13 @@ constexpr auto flat_plan() {
 }
 #if TRAINING
 using ctspmd::model::phase;
+// The forward plan is a constant of its own, and its training step is built over several constant
+// expressions (training_step_of): every operator's inputs saved and every block's two parameters
+// updated, 8x the tensors.
+constexpr auto flat_forward = flat_plan();
 constexpr auto flat_step() {
-  const auto forward = flat_plan();
-  // Every operator's inputs saved and every block's two parameters updated: 8x the tensors.
-  return ctspmd::model::training_step<8 * (6 * blocks + 1), 3 * 4 * blocks>(forward, {forward.tensor_count() - 1});
+  return ctspmd::model::training_step_of<flat_forward, ctspmd::model::tensor_id{flat_forward.tensor_count() - 1},
+                                         ctspmd::model::training_options{}, 8 * (6 * blocks + 1), 3 * 4 * blocks>;
 }
 constexpr auto flat = ctspmd::model::verified<flat_step>();
 // Forward: each block's partial output is all-reduced at its residual add. Backward: the

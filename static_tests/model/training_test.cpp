@@ -271,6 +271,75 @@ constexpr bool same_reports(const auto& a, const auto& b) {
 }
 static_assert(same_reports(br, br_layer_by_layer));
 
+// ==== a training step built over several constant expressions ===============================
+// 160 operators (two parts of detail::ops_per_part), a repeated block in the middle:
+// training_step_of gives exactly what training_step gives.
+constexpr auto long_forward() {
+  model::plan<256, 168> p(mesh);
+  auto x = p.tensor("x", {8, 16}, {0, -1});
+  const auto chain = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      auto w = p.parameter("w", {16, 16}, {-1, i % 2});
+      auto h = p.tensor("h", {8, 16});
+      p.op<"matmul">({x, w}, {h});
+      auto g = p.tensor("g", {8, 16});
+      p.op<"gelu">({h}, {g});
+      x = g;
+    }
+  };
+  chain(40);
+  x = p.repeat(4, x, [](model::plan<256, 168>& b, tensor_id in) {
+    auto w = b.parameter("w", {16, 16}, {-1, 1});
+    auto h = b.tensor("h", {8, 16});
+    b.op<"matmul">({in, w}, {h});
+    auto y = b.tensor("y", {8, 16}, {0, -1});
+    b.op<"assign">({h}, {y});
+    return y;
+  });
+  chain(39);
+  return p;
+}
+constexpr auto long_fwd = long_forward();
+constexpr tensor_id long_loss{long_fwd.tensor_count() - 1};
+constexpr bool same_plans(const auto& a, const auto& b) {
+  if (a.tensor_count() != b.tensor_count() || a.op_count() != b.op_count() || a.block_count() != b.block_count())
+    return false;
+  for (std::size_t t = 0; t < a.tensor_count(); ++t) {
+    const auto &x = a.tensor_at(t), &y = b.tensor_at(t);
+    if (!(x.name == y.name && x.shape == y.shape && x.producer == y.producer && x.annotated == y.annotated &&
+          x.annotation == y.annotation && x.role == y.role && x.role_of == y.role_of && x.layout_of == y.layout_of))
+      return false;
+  }
+  for (std::size_t i = 0; i < a.op_count(); ++i) {
+    const auto &x = a.op_at(i), &y = b.op_at(i);
+    if (!(x.rule == y.rule && x.label == y.label && x.inputs == y.inputs && x.outputs == y.outputs &&
+          x.phase == y.phase && x.saved == y.saved))
+      return false;
+  }
+  for (std::size_t k = 0; k < a.block_count(); ++k) {
+    const auto &x = a.block_at(k), &y = b.block_at(k);
+    if (!(x.first_op == y.first_op && x.end_op == y.end_op && x.count == y.count && x.input == y.input &&
+          x.output == y.output && x.mirror_of == y.mirror_of && x.saved_begin == y.saved_begin &&
+          x.first_run_at == y.first_run_at))
+      return false;
+  }
+  return true;
+}
+constexpr auto& long_parts = model::training_step_of<long_fwd, long_loss>;
+static_assert(long_fwd.op_count() == 160 && long_parts.op_count() > 320);
+static_assert(same_plans(long_parts, model::training_step(long_fwd, long_loss)));
+static_assert(!same_plans(long_parts, model::training_step(long_fwd, tensor_id{long_loss.index - 1})));
+// It took two parts: the first leaves operators to run backwards.
+using long_type = decltype(long_fwd);
+constexpr std::size_t long_t2 = 6 * long_type::max_tensors, long_o2 = 3 * long_type::max_ops;
+static_assert(model::detail::training_part<long_fwd, long_loss, model::training_options{}, long_t2, long_o2, 0>.state.pending > 0);
+static_assert(model::detail::training_part<long_fwd, long_loss, model::training_options{}, long_t2, long_o2, 1>.state.pending == 0);
+static_assert(model::verified<[] { return model::training_step_of<long_fwd, long_loss>; }>().ok());
+// Options and capacities pass through.
+constexpr model::training_options zero{.shard_optimizer_states_on = 0};
+static_assert(same_plans(model::training_step_of<long_fwd, long_loss, zero, 2000, 600>,
+                         model::training_step<2000, 600>(long_fwd, long_loss, zero)));
+
 // A source laid out unlike the block's output: the first layer runs on another layout, and the
 // backward pass's last run (that layer's) reads it. Induction still counts exactly.
 constexpr auto uneven_step() { return layers(false); }

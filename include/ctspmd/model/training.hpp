@@ -50,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/model/plan.hpp>
@@ -67,14 +68,37 @@ struct training_options {
 
 namespace detail {
 
-/// Builds the training step of plan `f` into `p` (see the file comment).
+inline constexpr std::uint16_t no_tensor = 0xffff;
+
+/// What a step_builder knows besides the plan it builds, so that it can stop and resume.
+template <std::size_t T, std::size_t T2>
+struct step_state {
+  std::array<bool, T> requires_grad{};
+  // Per forward tensor: its gradient parts (a list through next_part, newest first) and its
+  // gradient once summed; no_tensor if it has none.
+  std::array<std::uint16_t, T> part_head{}, grad{};
+  std::array<std::uint16_t, T2> next_part{};
+  std::uint16_t absent = no_tensor, learning_rate = no_tensor, beta1_pow = no_tensor, beta2_pow = no_tensor;
+  /// The forward operators [0, pending) and blocks [0, pending_blocks) still to run backwards.
+  std::size_t pending = 0, pending_blocks = 0;
+};
+
+/// Builds the training step of plan `f` into `p` (see the file comment): `build` at once, or
+/// `start`, `resume` as often as needed, then `finish`.
 template <std::size_t T, std::size_t O, std::size_t T2, std::size_t O2>
 class step_builder {
  public:
-  constexpr step_builder(const plan<T, O>& f, plan<T2, O2>& p, const training_options& options)
-      : f_(f), p_(p), options_(options) {}
+  constexpr step_builder(const plan<T, O>& f, plan<T2, O2>& p, step_state<T, T2>& s, const training_options& options)
+      : f_(f), p_(p), s_(s), options_(options) {}
 
   constexpr void build(tensor_id loss) {
+    start(loss);
+    resume(f_.op_count_);
+    finish();
+  }
+
+  /// Copies the forward plan and seeds the loss's gradient.
+  constexpr void start(tensor_id loss) {
     static_assert(T2 >= T && O2 >= O, "a training step holds its forward plan");
     if (loss.index >= f_.tensor_count_)
       raise(make_error(error_kind::invalid_argument, "training_step", "the loss (tensor {}) is not a tensor of the plan",
@@ -82,31 +106,45 @@ class step_builder {
     copy_forward();
     mark_requires_grad();
     // Plan inputs every part of the step shares.
-    absent_ = add_absent();
-    learning_rate_ = add({"learning_rate", {1}, 4, false, {}, -1});
-    beta1_pow_ = add({"beta1_pow", {1}, 4, false, {}, -1});
-    beta2_pow_ = add({"beta2_pow", {1}, 4, false, {}, -1});
+    s_.absent = add_absent();
+    s_.learning_rate = add({"learning_rate", {1}, 4, false, {}, -1});
+    s_.beta1_pow = add({"beta1_pow", {1}, 4, false, {}, -1});
+    s_.beta2_pow = add({"beta2_pow", {1}, 4, false, {}, -1});
     const auto seed = gradient_of(loss.index);
     p_.tensors_[seed].layout_of = static_cast<std::int64_t>(loss.index);
     add_part(loss.index, seed);
-    // Operators in reverse order, a block's as its backward block.
-    std::size_t block = f_.block_count_;
-    for (std::size_t i = f_.op_count_; i-- > 0;) {
-      if (block > 0 && i + 1 == f_.blocks_[block - 1].end_op) {
-        backward_block(--block);
-        i = f_.blocks_[block].first_op;  // the loop's decrement moves before the block
+    s_.pending = f_.op_count_;
+    s_.pending_blocks = f_.block_count_;
+  }
+
+  /// Runs about `ops` more forward operators backwards, in reverse order (a block's as its
+  /// backward block, whole).
+  constexpr void resume(std::size_t ops) {
+    for (std::size_t done = 0; s_.pending > 0 && done < ops;) {
+      const std::size_t i = s_.pending - 1;
+      if (s_.pending_blocks > 0 && i + 1 == f_.blocks_[s_.pending_blocks - 1].end_op) {
+        const auto& b = f_.blocks_[--s_.pending_blocks];
+        backward_block(s_.pending_blocks);
+        done += b.end_op - b.first_op;
+        s_.pending = b.first_op;
         continue;
       }
       backward_op(i);
+      ++done;
+      --s_.pending;
     }
-    // The optimizer on the parameters declared outside blocks.
+  }
+  constexpr bool finished_backward() const noexcept { return s_.pending == 0; }
+
+  /// The optimizer on the parameters declared outside blocks.
+  constexpr void finish() {
     for (std::size_t t = 0; t < f_.tensor_count_; ++t)
       if (f_.tensors_[t].trainable && !in_block_body(t)) update(t);
   }
 
  private:
   using size_t = std::size_t;
-  static constexpr std::uint16_t none = 0xffff;
+  static constexpr std::uint16_t none = no_tensor;
 
   constexpr void copy_forward() {
     p_.mesh_ = f_.mesh_;
@@ -120,23 +158,23 @@ class step_builder {
     if (2 * f_.block_count_ > max_blocks)
       raise(make_error(error_kind::invalid_argument, "training_step", "more than {} repeated blocks in a training step",
                        max_blocks));
-    for (size_t t = 0; t < T; ++t) part_head_[t] = grad_[t] = none;
-    for (size_t t = 0; t < T2; ++t) next_part_[t] = none;
+    for (size_t t = 0; t < T; ++t) s_.part_head[t] = s_.grad[t] = none;
+    for (size_t t = 0; t < T2; ++t) s_.next_part[t] = none;
   }
 
   // A tensor requires a gradient if it is a parameter or computed from one by an operator that
   // passes gradients. A block's input does if its source does or its output does (runs after the
   // first read the previous run's output).
   constexpr void mark_requires_grad() {
-    for (size_t t = 0; t < f_.tensor_count_; ++t) requires_grad_[t] = f_.tensors_[t].trainable;
+    for (size_t t = 0; t < f_.tensor_count_; ++t) s_.requires_grad[t] = f_.tensors_[t].trainable;
     size_t block = 0;
     for (size_t i = 0; i < f_.op_count_;) {
       if (block < f_.block_count_ && i == f_.blocks_[block].first_op) {
         const auto& b = f_.blocks_[block++];
-        requires_grad_[b.input.index] = requires_grad_[b.source.index];
+        s_.requires_grad[b.input.index] = s_.requires_grad[b.source.index];
         mark_ops(b.first_op, b.end_op);
-        if (requires_grad_[b.output.index] && !requires_grad_[b.input.index]) {
-          requires_grad_[b.input.index] = true;
+        if (s_.requires_grad[b.output.index] && !s_.requires_grad[b.input.index]) {
+          s_.requires_grad[b.input.index] = true;
           mark_ops(b.first_op, b.end_op);
         }
         i = b.end_op;
@@ -150,17 +188,17 @@ class step_builder {
     for (size_t i = first; i < end; ++i) {
       const auto& op = f_.ops_[i];
       bool any = false;
-      for (auto t : op.inputs) any = any || requires_grad_[t];
+      for (auto t : op.inputs) any = any || s_.requires_grad[t];
       if (!any) continue;
       if (op.grad == nullptr) {  // no recipe: every output would need one (an error if reached)
-        for (auto t : op.outputs) requires_grad_[t] = true;
+        for (auto t : op.outputs) s_.requires_grad[t] = true;
         continue;
       }
       // The outputs whose gradients the grad operator does not read (indices, statistics such as
       // invvar or softmax_lse, a seed) pass no gradient.
       const auto g = op.grad(op);
       for (size_t j = 0; j < op.outputs.size(); ++j)
-        if (g.operands != nullptr && g.operands->reads_gradient(j)) requires_grad_[op.outputs[j]] = true;
+        if (g.operands != nullptr && g.operands->reads_gradient(j)) s_.requires_grad[op.outputs[j]] = true;
     }
   }
 
@@ -188,31 +226,31 @@ class step_builder {
     return add_like(p_.tensors_[t], tensor_role::gradient, t);
   }
   constexpr void add_part(size_t t, std::uint16_t part) {
-    next_part_[part] = part_head_[t];
-    part_head_[t] = part;
+    s_.next_part[part] = s_.part_head[t];
+    s_.part_head[t] = part;
   }
 
   /// The gradient of forward tensor t: its one part, or the sum of its parts (an add_n, built
   /// now), or `none`.
   constexpr std::uint16_t gradient(size_t t) {
-    if (grad_[t] != none || part_head_[t] == none) return grad_[t];
-    if (next_part_[part_head_[t]] == none) return grad_[t] = part_head_[t];
+    if (s_.grad[t] != none || s_.part_head[t] == none) return s_.grad[t];
+    if (s_.next_part[s_.part_head[t]] == none) return s_.grad[t] = s_.part_head[t];
     operator_info sum{"add_n", p_.ops_[p_.tensors_[t].producer >= 0 ? static_cast<size_t>(p_.tensors_[t].producer) : 0].label,
                       {}, {}, rules::add_n_attributes{}, &forward_thunk<rules::add_n>, &backward_thunk<rules::add_n>,
                       phase::backward};
     if (p_.tensors_[t].producer < 0) sum.label = p_.tensors_[t].name;
     static_vector<std::uint16_t, max_operands> parts;
-    for (auto c = part_head_[t]; c != none; c = next_part_[c]) {
+    for (auto c = s_.part_head[t]; c != none; c = s_.next_part[c]) {
       if (parts.size() == max_operands)
         raise(make_error(error_kind::invalid_argument, "training_step",
                          "tensor {} has more than {} gradient parts (readers)", t, max_operands));
       parts.push_back(c);
     }
     for (size_t k = parts.size(); k-- > 0;) sum.inputs.push_back(parts[k]);  // in program order
-    grad_[t] = gradient_of(t);
-    sum.outputs.push_back(grad_[t]);
+    s_.grad[t] = gradient_of(t);
+    sum.outputs.push_back(s_.grad[t]);
     emit(sum);
-    return grad_[t];
+    return s_.grad[t];
   }
 
   constexpr void emit(const operator_info& op) {
@@ -235,7 +273,7 @@ class step_builder {
   constexpr void backward_op(size_t i) {
     const auto& op = f_.ops_[i];
     bool needed = false;
-    for (auto t : op.inputs) needed = needed || requires_grad_[t];
+    for (auto t : op.inputs) needed = needed || s_.requires_grad[t];
     if (!needed) return;
     bool reached = false;
     for (auto t : op.outputs) reached = gradient(t) != none || reached;
@@ -255,13 +293,13 @@ class step_builder {
       list.push_back(t);
     };
     for (const recipe_operand& o : g.operands->inputs) {
-      if (o.kind == '-') push(b.inputs, absent_);
-      if (o.kind == 'o') push(b.inputs, o.index < op.outputs.size() ? op.outputs[o.index] : absent_);
+      if (o.kind == '-') push(b.inputs, s_.absent);
+      if (o.kind == 'o') push(b.inputs, o.index < op.outputs.size() ? op.outputs[o.index] : s_.absent);
       if (o.kind == 'i')
-        each_index(o, op.inputs.size(), [&](size_t k) { push(b.inputs, k < op.inputs.size() ? saved(i, k) : absent_); });
+        each_index(o, op.inputs.size(), [&](size_t k) { push(b.inputs, k < op.inputs.size() ? saved(i, k) : s_.absent); });
       if (o.kind == 'g')
         each_index(o, op.outputs.size(), [&](size_t k) {
-          push(b.inputs, k < op.outputs.size() ? output_gradient(op.outputs[k]) : absent_);
+          push(b.inputs, k < op.outputs.size() ? output_gradient(op.outputs[k]) : s_.absent);
         });
     }
     for (const recipe_operand& o : g.operands->outputs)
@@ -271,7 +309,7 @@ class step_builder {
         const auto d = gradient_of(t);
         if (o.pinned) p_.tensors_[d].layout_of = static_cast<std::int64_t>(t);
         push(b.outputs, d);
-        if (requires_grad_[t]) add_part(t, d);
+        if (s_.requires_grad[t]) add_part(t, d);
       });
     emit(b);
   }
@@ -309,7 +347,7 @@ class step_builder {
 
   /// The gradient of output t, zeros where none reaches it, absent where t is.
   constexpr std::uint16_t output_gradient(std::uint16_t t) {
-    if (absent(p_.tensors_[t])) return absent_;
+    if (absent(p_.tensors_[t])) return s_.absent;
     if (const auto g = gradient(t); g != none) return g;
     const auto zeros = gradient_of(t);  // a plan input, laid out as t
     p_.tensors_[zeros].layout_of = t;
@@ -323,7 +361,7 @@ class step_builder {
     const block_info& f = f_.blocks_[fb];
     for (size_t i = f.first_op; i < f.end_op; ++i)
       for (auto t : f_.ops_[i].inputs)
-        if (requires_grad_[t] && t != f.input.index && t < f.input.index)
+        if (s_.requires_grad[t] && t != f.input.index && t < f.input.index)
           raise(make_error(error_kind::invalid_argument, f_.tensors_[t].name,
                            "block {} reads tensor {}, declared outside it, which needs a gradient: every run would add "
                            "to it (declare it in the block, or pass it through the block's input)",
@@ -339,8 +377,8 @@ class step_builder {
     for (size_t t = p_.blocks_[fb].saved_begin; t < p_.blocks_[fb].saved_end; ++t)
       add_like(p_.tensors_[t], tensor_role::first_run_layout, t);
     // Inside the body, the output's gradient is the backward run's input (and parts from the body).
-    grad_[f.output.index] = none;
-    part_head_[f.output.index] = none;
+    s_.grad[f.output.index] = none;
+    s_.part_head[f.output.index] = none;
     const auto& out = p_.tensors_[f.output.index];
     const std::uint16_t input = add({out.name, out.shape, out.element_bytes, false, {}, plan<T2, O2>::block_input,
                                      false, tensor_role::gradient, static_cast<std::int64_t>(f.output.index)});
@@ -359,7 +397,7 @@ class step_builder {
       raise(make_error(error_kind::invalid_argument, "training_step", "more than {} repeated blocks", max_blocks));
     p_.blocks_[p_.block_count_++] = b;
     // The last backward run's result is the source's part.
-    if (requires_grad_[f.source.index]) add_part(f.source.index, result);
+    if (s_.requires_grad[f.source.index]) add_part(f.source.index, result);
   }
 
   /// The optimizer step of parameter t.
@@ -390,7 +428,7 @@ class step_builder {
     state.annotated = false;
     operator_info u{"adamw", param.name, {}, {}, rules::adamw_attributes{}, &forward_thunk<rules::adamw>,
                     &backward_thunk<rules::adamw>, phase::optimizer};
-    for (auto x : {static_cast<std::uint16_t>(t), g, learning_rate_, moment1, moment2, absent_, beta1_pow_, beta2_pow_})
+    for (auto x : {static_cast<std::uint16_t>(t), g, s_.learning_rate, moment1, moment2, s_.absent, s_.beta1_pow, s_.beta2_pow})
       u.inputs.push_back(x);
     tensor_info updated = param;
     updated.annotated = false;
@@ -409,28 +447,89 @@ class step_builder {
 
   const plan<T, O>& f_;
   plan<T2, O2>& p_;
+  step_state<T, T2>& s_;
   training_options options_;
-  std::array<bool, T> requires_grad_{};
-  // Per forward tensor: its gradient parts (a list through next_part_, newest first) and its
-  // gradient once summed; none if it has none.
-  std::array<std::uint16_t, T> part_head_{}, grad_{};
-  std::array<std::uint16_t, T2> next_part_{};
-  std::uint16_t absent_ = none, learning_rate_ = none, beta1_pow_ = none, beta2_pow_ = none;
 };
 
 }  // namespace detail
 
+namespace detail {
+// The capacities of a training step (see training_step).
+template <std::size_t MaxTensors, std::size_t T>
+inline constexpr std::size_t step_tensors = MaxTensors != 0 ? MaxTensors : 6 * T < 65535 ? 6 * T : 65535;
+template <std::size_t MaxOps, std::size_t O>
+inline constexpr std::size_t step_ops = MaxOps != 0 ? MaxOps : 3 * O;
+}  // namespace detail
+
 /// The training step of forward plan `forward` whose loss is tensor `loss` (see the file
 /// comment): a plan of `MaxTensors` tensors and `MaxOps` operators (0: 6 and 3 times the forward
-/// plan's).
+/// plan's). Built in one go, in one constant expression when called in one: for a forward plan of
+/// some hundreds of operators, `training_step_of` splits the work.
 template <std::size_t MaxTensors = 0, std::size_t MaxOps = 0, std::size_t T, std::size_t O>
 constexpr auto training_step(const plan<T, O>& forward, tensor_id loss, const training_options& options = {}) {
-  constexpr std::size_t T2 = MaxTensors != 0 ? MaxTensors : 6 * T < 65535 ? 6 * T : 65535;
-  constexpr std::size_t O2 = MaxOps != 0 ? MaxOps : 3 * O;
+  constexpr std::size_t T2 = detail::step_tensors<MaxTensors, T>, O2 = detail::step_ops<MaxOps, O>;
   plan<T2, O2> step(forward.mesh(), forward.semantics());
-  detail::step_builder<T, O, T2, O2>(forward, step, options).build(loss);
+  detail::step_state<T, T2> state;
+  detail::step_builder<T, O, T2, O2>(forward, step, state, options).build(loss);
   return step;
 }
+
+namespace detail {
+/// Forward operators run backwards per constant expression in `training_step_of`: each part stays
+/// well within Clang's default limit of 1,048,576 evaluation steps (an operator costs some
+/// thousands).
+inline constexpr std::size_t ops_per_part = 128;
+
+template <std::size_t T, std::size_t T2, std::size_t O2>
+struct step_part {
+  plan<T2, O2> step;
+  step_state<T, T2> state;
+};
+
+template <const auto& Forward, tensor_id Loss, training_options Options, std::size_t T2, std::size_t O2, std::size_t K>
+inline constexpr auto training_part = [] {
+  using forward_type = std::remove_cvref_t<decltype(Forward)>;
+  constexpr std::size_t T = forward_type::max_tensors, O = forward_type::max_ops;
+  auto part = training_part<Forward, Loss, Options, T2, O2, K - 1>;
+  step_builder<T, O, T2, O2>(Forward, part.step, part.state, Options).resume(ops_per_part);
+  return part;
+}();
+template <const auto& Forward, tensor_id Loss, training_options Options, std::size_t T2, std::size_t O2>
+inline constexpr auto training_part<Forward, Loss, Options, T2, O2, 0> = [] {
+  using forward_type = std::remove_cvref_t<decltype(Forward)>;
+  constexpr std::size_t T = forward_type::max_tensors, O = forward_type::max_ops;
+  step_part<T, T2, O2> part{plan<T2, O2>(Forward.mesh(), Forward.semantics()), {}};
+  step_builder<T, O, T2, O2> builder(Forward, part.step, part.state, Options);
+  builder.start(Loss);
+  builder.resume(ops_per_part);
+  return part;
+}();
+
+/// How many parts `training_step_of` builds a training step of `f` in: each but the last runs
+/// at least ops_per_part operators backwards.
+template <class Plan>
+constexpr std::size_t training_parts(const Plan& f) {
+  return f.op_count() <= ops_per_part ? 1 : (f.op_count() + ops_per_part - 1) / ops_per_part;
+}
+}  // namespace detail
+
+/// `training_step(Forward, Loss, Options)`, for `Forward` a constant (a `constexpr` variable),
+/// built over several constant expressions of `detail::ops_per_part` forward operators each, so
+/// that the training step of a forward plan of any length stays within the compilers'
+/// per-expression limits:
+///
+///     constexpr auto forward = make_forward();   // a constant expression of its own
+///     constexpr auto r = model::verified<[] { return model::training_step_of<forward, tensor_id{loss}>; }>();
+template <const auto& Forward, tensor_id Loss, training_options Options = training_options{}, std::size_t MaxTensors = 0,
+          std::size_t MaxOps = 0>
+inline constexpr auto training_step_of = [] {
+  using forward_type = std::remove_cvref_t<decltype(Forward)>;
+  constexpr std::size_t T = forward_type::max_tensors, O = forward_type::max_ops;
+  constexpr std::size_t T2 = detail::step_tensors<MaxTensors, T>, O2 = detail::step_ops<MaxOps, O>;
+  auto part = detail::training_part<Forward, Loss, Options, T2, O2, detail::training_parts(Forward) - 1>;
+  detail::step_builder<T, O, T2, O2>(Forward, part.step, part.state, Options).finish();
+  return part.step;
+}();
 
 }  // namespace ctspmd::model
 
