@@ -726,13 +726,9 @@ struct failure_text {
     for (const char c : s)
       if (size < chars.size()) chars[size++] = c;
   }
-  constexpr void put(std::int64_t v) {
-    char digits[20] = {};
-    std::size_t k = 0;
-    std::uint64_t u = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
-    do digits[k++] = static_cast<char>('0' + u % 10); while ((u /= 10) != 0);
-    if (v < 0) put("-");
-    while (k > 0) put(std::string_view(&digits[--k], 1));
+  constexpr void put(std::int64_t v) {  // printed as error messages print their values
+    char digits[24] = {};
+    put(std::string_view(digits, error_info{error_kind::invalid_argument, "", "{}", {v}}.format_to(digits, sizeof digits)));
   }
   constexpr std::string_view view() const { return {chars.data(), size}; }
 };
