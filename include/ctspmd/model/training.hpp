@@ -252,7 +252,7 @@ class step_builder {
                          "tensor {} has more than {} gradient parts (readers)", t, max_operands));
       parts.push_back(c);
     }
-    for (size_t k = parts.size(); k-- > 0;) sum.inputs.push_back(parts[k]);  // in program order
+    for (size_t k = parts.size(); k-- > 0;) sum.inputs.push_back(parts[k]);  // as made: the last reader's first
     s_.grad[t] = gradient_of(t);
     sum.outputs.push_back(s_.grad[t]);
     emit(sum);
