@@ -244,6 +244,13 @@ constexpr To grad_attributes(const From& f) {
   }
 }
 
+/// Raises `e`, the error of building operator `index` of a plan (a compile error in constant
+/// evaluation, whose notes show `index` as this call's argument; a thrown `spmd_error` at run time).
+constexpr void plan_fails_at_operator_build(std::size_t index, const error_info& e) {
+  (void)index;
+  raise(e);
+}
+
 /// The grad operator of operator `f`, which runs the registered rule `Op`.
 template <fixed_string Op>
 constexpr grad_operator grad_thunk(const operator_info& f) {
@@ -344,6 +351,7 @@ class plan {
                          op_count_, t.index, produced.producer));
       produced.producer = static_cast<std::int64_t>(op_count_);
     }
+    if constexpr (HasOutputShapes<rule>) check_output_shapes<rule>(o, attrs);
     ops_[op_count_++] = o;
   }
 
@@ -400,6 +408,48 @@ class plan {
       raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is not a tensor of this plan", t.index));
     return static_cast<std::uint16_t>(t.index);
   }
+  /// The shapes operator `o` (the next one) declares for its outputs against those its rule
+  /// derives from its inputs' declared shapes: the same rank, and the same size at every dim
+  /// (-1, unknown, matches any size). Operand counts the rule does not take are left to
+  /// propagation, which reports them.
+  template <class Rule>
+  constexpr void check_output_shapes(const operator_info& o, const typename Rule::attributes& attrs) const {
+    if (!Rule::input_count.accepts(o.inputs.size())) return;
+    static_vector<dist_tensor_spec, max_operands> in;
+    for (auto t : o.inputs) {
+      const auto& shape = tensors_[t].shape;
+      in.emplace_back(shape, tensor_dist_attr(mesh_, ctspmd::dims_mapping(shape.size(), -1)));
+    }
+    shape_list derived;
+    if (auto st = Rule::output_shapes(derived, {in.data(), in.size()}, attrs); !st) {
+      error_info e = st.error();
+      e.op = o.name();
+      detail::plan_fails_at_operator_build(op_count_, e);
+    }
+    if (derived.size() != o.outputs.size()) return;
+    for (std::size_t j = 0; j < derived.size(); ++j) {
+      const auto& declared = tensors_[o.outputs[j]].shape;
+      const auto& want = derived[j];
+      if (declared.size() != want.size())
+        detail::plan_fails_at_operator_build(
+            op_count_, make_error(error_kind::invalid_argument, o.name(),
+                                  "operator {}: output {} is declared with rank {}, but the rule infers rank {}",
+                                  op_count_, j, declared.size(), want.size()));
+      for (std::size_t d = 0; d < want.size(); ++d)  // (four values per message: with one output, its size)
+        if (declared[d] != want[d] && declared[d] != -1 && want[d] != -1)
+          detail::plan_fails_at_operator_build(
+              op_count_,
+              derived.size() == 1
+                  ? make_error(error_kind::invalid_argument, o.name(),
+                               "operator {}: the output is declared with size {} at dim {}, but the rule derives size {}",
+                               op_count_, declared[d], d, want[d])
+                  : make_error(error_kind::invalid_argument, o.name(),
+                               "operator {}: output {} is declared with a size at dim {} other than the size {} the "
+                               "rule derives",
+                               op_count_, j, d, want[d]));
+    }
+  }
+
   constexpr tensor_id trainable(tensor_id t) {
     tensors_[t.index].trainable = true;
     return t;

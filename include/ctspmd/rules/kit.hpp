@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string_view>
 
@@ -180,6 +181,32 @@ constexpr status check_same_sizes(const tensor_shape& got, const tensor_shape& w
     if (got[d] != -1 && want[d] != -1 && got[d] != want[d])
       return make_error(error_kind::invalid_argument, "", format, d, got[d], want[d]);
   return {};
+}
+
+// ---- output shapes (the optional `output_shapes` of the rule contract) ----------------------------
+
+/// Appends to `out` the shapes of inputs `which`, in order: for outputs shaped as an input (a
+/// unary op's output, a gradient of its forward operand). Every index is < in.size().
+constexpr status shapes_of(shape_list& out, spec_span in, std::initializer_list<std::size_t> which) {
+  for (const auto k : which) out.push_back(in[k].shape());
+  return {};
+}
+
+/// `a` and `b` broadcast numpy-style (right-aligned; a size 1 stretches; -1, unknown, takes the
+/// other's size unless that is 1, where it stays unknown), or an `invalid_argument` naming the
+/// two sizes and the dim of the result where they clash.
+constexpr result<tensor_shape> broadcast_shapes(std::span<const std::int64_t> a, std::span<const std::int64_t> b) {
+  const std::size_t rank = a.size() > b.size() ? a.size() : b.size();
+  tensor_shape out(rank, 1);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t x = d + a.size() >= rank ? a[d + a.size() - rank] : 1;
+    const std::int64_t y = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
+    if (x != y && x != 1 && y != 1 && x != -1 && y != -1)
+      return make_error(error_kind::invalid_argument, "", "cannot broadcast size {} against size {} (at dim {} of the result)",
+                        x, y, d);
+    out[d] = x == 1 ? y : y == 1 ? x : x == -1 ? y : x;
+  }
+  return out;
 }
 
 // ---- grad rules (phi): operators `<name>_grad`, called forward ------------------------------------

@@ -44,6 +44,28 @@ struct matmul : rule_base<matmul, matmul_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// [..., m, n] from x [..., m, k] and y [..., k, n] (each after its transpose, if any), the
+  /// batch dims broadcast; a 1-D x is [k] (no m in the output), a 1-D y is [k] (no n), as in
+  /// numpy's matmul. Transposing a 1-D operand is an error, as in forward.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto t = transposed_operands(in, attrs);  // the transposes' rank errors, as forward's
+    if (!t) return t.error();
+    const tensor_shape &x = (*t)[0].shape(), &y = (*t)[1].shape();
+    if (x.empty() || y.empty())
+      return make_error(error_kind::invalid_argument, "", "x and y must have rank >= 1, but have ranks {} and {}",
+                        x.size(), y.size());
+    const std::int64_t kx = x[x.size() - 1], ky = y[y.size() == 1 ? 0 : y.size() - 2];
+    if (kx != ky && kx != -1 && ky != -1)
+      return make_error(error_kind::invalid_argument, "", "x's k size {} differs from y's {}", kx, ky);
+    const std::size_t bx = x.size() > 2 ? x.size() - 2 : 0, by = y.size() > 2 ? y.size() - 2 : 0;
+    const auto batch = broadcast_shapes({x.data(), bx}, {y.data(), by});
+    if (!batch) return batch.error();
+    tensor_shape& o = out.emplace_back(*batch);
+    if (x.size() >= 2) o.push_back(x[x.size() - 2]);
+    if (y.size() >= 2) o.push_back(y[y.size() - 1]);
+    return {};
+  }
+
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     detail::einsum_labels<2> l;
     CTSPMD_TRY(labels_of(l, in[0].ndim(), in[1].ndim()));
