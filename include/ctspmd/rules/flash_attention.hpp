@@ -263,6 +263,10 @@ struct flash_attention_grad : rule_base<flash_attention_grad, flash_attention_gr
   static constexpr operand_count input_count{8};
   static constexpr operand_count output_count{3};
 
+  /// q_grad, k_grad, v_grad: q's, k's and v's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1, 2});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     using kit = detail::attention_kit;
     // q, k, v, out, softmax_lse, seed_offset, attn_mask, out_grad

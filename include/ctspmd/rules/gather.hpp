@@ -162,6 +162,10 @@ struct gather_grad : rule_base<gather_grad, gather_attributes> {
   static constexpr std::string_view name = "gather_grad";
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     return detail::gather_grad_infer(info, in, a.axis, s);
   }
@@ -175,6 +179,10 @@ struct index_select_grad : rule_base<index_select_grad, gather_attributes> {
   static constexpr std::string_view name = "index_select_grad";
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     CTSPMD_TRY(index_select::check_index(in[1]));
     return detail::gather_grad_infer(info, in, a.axis, s);

@@ -110,6 +110,10 @@ struct gather_nd_grad : rule_base<gather_nd_grad, gather_nd_attributes> {
   static constexpr std::string_view name = "gather_nd_grad";
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto n = detail::make_gather_nd_notation(in[0], in[1]);
     if (!n) return n.error();

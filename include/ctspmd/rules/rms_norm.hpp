@@ -177,6 +177,10 @@ struct rms_norm_grad : rule_base<rms_norm_grad, rms_norm_grad_attributes> {
   static constexpr operand_count input_count{4};
   static constexpr operand_count output_count{2};
 
+  /// x_grad and scale_grad: x's and scale's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto n = rms_norm::notation(in[0], in[1]);
     if (!n) return n.error();

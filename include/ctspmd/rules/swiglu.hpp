@@ -110,6 +110,10 @@ struct swiglu_grad : rule_base<swiglu_grad, swiglu_grad_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{2};
 
+  /// x_grad and y_grad: x's and y's shapes (y absent: [], given back).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     if (!is_absent(in[1])) return detail::broadcast_grad(info, in, 0, 2);
     const auto& x = in[0];

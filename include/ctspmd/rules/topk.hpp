@@ -154,6 +154,10 @@ struct topk_grad : rule_base<topk_grad, topk_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto l = topk::labels(in[0], attrs);
     if (!l) return l.error();
