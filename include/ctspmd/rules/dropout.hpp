@@ -72,6 +72,11 @@ struct dropout : rule_base<dropout, dropout_attributes> {
   static constexpr operand_count input_count{1, 2};
   static constexpr operand_count output_count{2};
 
+  /// out and mask: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(detail::check_no_seed_tensor(in, 1));
+    return shapes_of(out, in, {0, 0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(detail::check_no_seed_tensor(in, 1));
     CTSPMD_TRY(elementwise::forward(info, in.first(1), {}, s));
@@ -132,6 +137,13 @@ struct fused_dropout_add : rule_base<fused_dropout_add, dropout_attributes> {
   static constexpr operand_count input_count{2, 3};
   static constexpr operand_count output_count{2};
 
+  /// out: x's shape (y's); seed_offset: 1-D, of a size not derived (-1).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(check_inputs(in));
+    CTSPMD_TRY(shapes_of(out, in, {0}));
+    out.emplace_back().push_back(-1);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(check_inputs(in));
     CTSPMD_TRY(elementwise::forward(info, in.first(2), {}, s));

@@ -201,6 +201,16 @@ struct flash_attention : rule_base<flash_attention, flash_attention_attributes> 
   static constexpr operand_count input_count{3, 5};
   static constexpr operand_count output_count{4};
 
+  /// out [b, sq, h, dv], softmax [b, h, sq, skv], softmax_lse [b, h, sq], seed_offset [2].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    const auto sz = check(in);
+    if (!sz) return sz.error();
+    out.push_back({sz->b, sz->sq, sz->h, sz->dv});
+    out.push_back({sz->b, sz->h, sz->sq, sz->skv});
+    out.push_back({sz->b, sz->h, sz->sq});
+    out.push_back({2});
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     using kit = detail::attention_kit;
     const auto sz = check(in);
