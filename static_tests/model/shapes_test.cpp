@@ -181,6 +181,13 @@ static_assert(one_op<"layer_norm_grad">({{8, 64}, {}, {}, {8}, {8}, {8, 64}}, {{
 static_assert(!constant_evaluates<[] {
   return one_op<"layer_norm_grad">({{8, 64}, {}, {}, {8}, {8}, {8, 64}}, {{8, 64}, {64}, {}});  // scale is absent
 }>);
+// fused_rope_grad reads sin, cos and position_ids first, then the output gradients.
+static_assert(one_op<"fused_rope_grad">({{1, 16, 1, 64}, {1, 16, 1, 64}, {}, {2, 16, 8, 64}, {2, 16, 4, 64}, {}},
+                                        {{2, 16, 8, 64}, {2, 16, 4, 64}, {}}) == 1);
+static_assert(!constant_evaluates<[] {
+  return one_op<"fused_rope_grad">({{1, 16, 1, 64}, {1, 16, 1, 64}, {}, {2, 16, 8, 64}, {2, 16, 4, 64}, {}},
+                                   {{1, 16, 1, 64}, {1, 16, 1, 64}, {}});
+}>);
 static_assert(one_op<"transpose_grad">({{4, 8, 16}}, {{8, 16, 4}}, {.perm = {2, 0, 1}}) == 1);
 static_assert(!constant_evaluates<[] { return one_op<"transpose_grad">({{4, 8, 16}}, {{4, 8, 16}}, {.perm = {2, 0, 1}}); }>);
 static_assert(one_op<"stack_grad">({{8, 2, 4}}, {{8, 4}, {8, 4}}, {.axis = 1}) == 1);

@@ -254,9 +254,9 @@ struct fused_rope_grad : rule_base<fused_rope_grad, fused_rope_attributes> {
   static constexpr operand_count input_count{6};
   static constexpr operand_count output_count{3};
 
-  /// q_grad, k_grad, v_grad: the shapes of out_q_grad, out_k_grad, out_v_grad (q's, k's, v's).
+  /// q_grad, k_grad, v_grad: the shapes of out_q_grad, out_k_grad, out_v_grad (inputs 3 to 5).
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
-    return shapes_of(out, in, {0, 1, 2});
+    return shapes_of(out, in, {3, 4, 5});
   }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     using kit = detail::rope_kit;
