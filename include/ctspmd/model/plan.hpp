@@ -14,7 +14,10 @@
 /// of operators that runs `count` times, its output feeding its input (a decoder layer): it is
 /// built and stored once; each run has its own tensors (those the body declares), and
 /// propagation verifies the block once it maps its input sharding to the same output sharding.
-/// Capacities are template arguments; exceeding one is an error.
+/// Capacities are template arguments; exceeding one is an error. `op` checks the operator's
+/// declared outputs against the shapes its rule derives from the inputs' declared shapes, when
+/// the rule derives them (`HasOutputShapes`): another rank or size, or inputs whose shapes the
+/// rule rejects, is an error naming the operator (label or rule, index) and the output.
 
 #include <array>
 #include <cstddef>

@@ -137,11 +137,11 @@ struct fused_dropout_add : rule_base<fused_dropout_add, dropout_attributes> {
   static constexpr operand_count input_count{2, 3};
   static constexpr operand_count output_count{2};
 
-  /// out: x's shape (y's); seed_offset: 1-D, of a size not derived (-1).
+  /// out: x's shape (y's); seed_offset: [2].
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
     CTSPMD_TRY(check_inputs(in));
     CTSPMD_TRY(shapes_of(out, in, {0}));
-    out.emplace_back().push_back(-1);
+    out.emplace_back().push_back(2);
     return {};
   }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {

@@ -7,7 +7,8 @@
 /// 1 to broadcast); outputs out [b, sq, h, dv] = softmax(q kᵀ / sqrt(d) + mask) v per head,
 /// softmax [b, h, sq, skv] (the probabilities, returned when return_softmax), softmax_lse
 /// [b, h, sq] (their log-sum-exp) and seed_offset [2]. GQA: hk may divide h; q head i then reads
-/// k/v head i / (h / hk).
+/// k/v head i / (h / hk). The output shapes (`output_shapes`) are those, softmax's whether or
+/// not return_softmax (forward infers its 4-D layout either way).
 ///
 /// Notation: batch `a`, heads `c`. Every other dim (the sequences and head dims) is `'1'`: an
 /// attention row reads every key and the whole head dim, so phi's rule keeps them replicated

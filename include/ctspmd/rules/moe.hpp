@@ -9,7 +9,8 @@
 /// of dispatch 3-D) and the sizes that must agree (InvalidArgument). Partial inputs are
 /// reduced first (they come back not partial); an output is partial only where stated. Both
 /// semantics behave the same except for the merge (fluid first-wins, phi co-shard union with
-/// the divisibility drop). These rules exist only in phi.
+/// the divisibility drop). These rules exist only in phi. Output shapes (`output_shapes`) are
+/// those below; y's capacity dim is `capacity`, or -1 (unknown) when that is not positive.
 ///
 /// moe_gate_dispatch (x [S,H], gate_logits [S,E]; k, capacity, use_pad) -> y [E,C,H],
 /// combine_weights [S,K], scatter_index [K,S], expert_offset [E], expert_id [S,K]: each token
