@@ -254,6 +254,14 @@ constexpr void plan_fails_at_operator_build(std::size_t index, const error_info&
   raise(e);
 }
 
+/// Per rank, a replicated dist attr (on no mesh): the layout of the specs whose shapes a rule's
+/// `output_shapes` reads (it reads only their shapes), built once.
+inline constexpr auto replicated_of_rank = [] {
+  std::array<tensor_dist_attr, max_rank + 1> a{};
+  for (std::size_t r = 0; r <= max_rank; ++r) a[r] = tensor_dist_attr(process_mesh::empty(), ctspmd::dims_mapping(r, -1));
+  return a;
+}();
+
 /// The grad operator of operator `f`, which runs the registered rule `Op`.
 template <fixed_string Op>
 constexpr grad_operator grad_thunk(const operator_info& f) {
@@ -416,15 +424,17 @@ class plan {
   /// (-1, unknown, matches any size). Operand counts the rule does not take are left to
   /// propagation, which reports them.
   template <class Rule>
-  constexpr void check_output_shapes(const operator_info& o, const typename Rule::attributes& attrs) const {
+  constexpr void check_output_shapes(const operator_info& o, const typename Rule::attributes& attrs) {
     if (!Rule::input_count.accepts(o.inputs.size())) return;
-    static_vector<dist_tensor_spec, max_operands> in;
-    for (auto t : o.inputs) {
-      const auto& shape = tensors_[t].shape;
-      in.emplace_back(shape, tensor_dist_attr(mesh_, ctspmd::dims_mapping(shape.size(), -1)));
+    // (Scratch buffers of the plan, reused: building them per operator would cost a plan of
+    // 1,000 operators a third of Clang's constexpr step limit.)
+    for (std::size_t k = 0; k < o.inputs.size(); ++k) {
+      const auto& shape = tensors_[o.inputs[k]].shape;
+      shape_inputs_[k] = dist_tensor_spec(shape, detail::replicated_of_rank[shape.size()]);
     }
-    shape_list derived;
-    if (auto st = Rule::output_shapes(derived, {in.data(), in.size()}, attrs); !st) {
+    shape_list& derived = derived_shapes_;
+    derived.clear();
+    if (auto st = Rule::output_shapes(derived, {shape_inputs_.data(), o.inputs.size()}, attrs); !st) {
       error_info e = st.error();
       e.op = o.name();
       detail::plan_fails_at_operator_build(op_count_, e);
@@ -473,6 +483,9 @@ class plan {
   std::array<operator_info, MaxOps> ops_{};
   std::array<block_info, max_blocks> blocks_{};
   std::size_t tensor_count_ = 0, op_count_ = 0, block_count_ = 0;
+  // Scratch of `check_output_shapes`: the operator's inputs as specs, the shapes its rule derives.
+  std::array<dist_tensor_spec, max_operands> shape_inputs_{};
+  shape_list derived_shapes_{};
 };
 
 }  // namespace ctspmd::model

@@ -68,13 +68,9 @@ struct elementwise : rule_base<elementwise, elementwise_attributes> {
 
   /// The inputs' shapes broadcast (numpy rules).
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
-    tensor_shape shape = in[0].shape();
-    for (std::size_t i = 1; i < in.size(); ++i) {
-      const auto b = broadcast_shapes({shape.data(), shape.size()}, {in[i].shape().data(), in[i].shape().size()});
-      if (!b) return b.error();
-      shape = *b;
-    }
-    out.push_back(shape);
+    tensor_shape& shape = out.emplace_back(in[0].shape());
+    for (std::size_t i = 1; i < in.size(); ++i)
+      CTSPMD_TRY(broadcast_into(shape, {in[i].shape().data(), in[i].shape().size()}));
     return {};
   }
 

@@ -192,21 +192,26 @@ constexpr status shapes_of(shape_list& out, spec_span in, std::initializer_list<
   return {};
 }
 
-/// `a` and `b` broadcast numpy-style (right-aligned; a size 1 stretches; -1, unknown, takes the
-/// other's size unless that is 1, where it stays unknown), or an `invalid_argument` naming the
-/// two sizes and the dim of the result where they clash.
-constexpr result<tensor_shape> broadcast_shapes(std::span<const std::int64_t> a, std::span<const std::int64_t> b) {
-  const std::size_t rank = a.size() > b.size() ? a.size() : b.size();
-  tensor_shape out(rank, 1);
-  for (std::size_t d = 0; d < rank; ++d) {
-    const std::int64_t x = d + a.size() >= rank ? a[d + a.size() - rank] : 1;
-    const std::int64_t y = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
+/// Broadcasts `b` into `acc` numpy-style (right-aligned; a size 1 stretches; -1, unknown, takes
+/// the other's size unless that is 1, where it stays unknown), or an `invalid_argument` naming
+/// the two sizes and the dim of the result where they clash.
+constexpr status broadcast_into(tensor_shape& acc, std::span<const std::int64_t> b) {
+  if (b.size() > acc.size()) {  // acc gains b's leading dims
+    tensor_shape longer;
+    for (std::size_t d = 0; d < b.size() - acc.size(); ++d) longer.push_back(b[d]);
+    for (const auto v : acc) longer.push_back(v);
+    acc = longer;
+  }
+  const std::size_t lead = acc.size() - b.size();
+  for (std::size_t d = 0; d < b.size(); ++d) {
+    std::int64_t& x = acc[lead + d];
+    const std::int64_t y = b[d];
     if (x != y && x != 1 && y != 1 && x != -1 && y != -1)
       return make_error(error_kind::invalid_argument, "", "cannot broadcast size {} against size {} (at dim {} of the result)",
-                        x, y, d);
-    out[d] = x == 1 ? y : y == 1 ? x : x == -1 ? y : x;
+                        x, y, lead + d);
+    x = x == 1 ? y : y == 1 ? x : x == -1 ? y : x;
   }
-  return out;
+  return {};
 }
 
 // ---- grad rules (phi): operators `<name>_grad`, called forward ------------------------------------
