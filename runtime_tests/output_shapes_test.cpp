@@ -144,10 +144,14 @@ typename R::attributes random_attributes(rng& r, const std::vector<tensor_shape>
     static std::string notation;  // (the attribute is a view)
     std::size_t longest = 0;
     for (const auto& s : in) longest = s.size() > longest ? s.size() : longest;
-    const std::string letters = std::string("abcd").substr(0, longest);
+    constexpr std::string_view letters = "abcd";
     notation.clear();
-    for (std::size_t i = 0; i < in.size(); ++i) notation += (i ? "," : "") + letters.substr(longest - in[i].size());
-    notation += "->" + letters;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (i > 0) notation.push_back(',');
+      notation.append(letters.substr(longest - in[i].size(), in[i].size()));
+    }
+    notation.append("->");
+    notation.append(letters.substr(0, longest));
     a.notation = notation;
   } else if constexpr (requires { a.axis = std::int64_t{}; }) {
     if (r.coin()) a.axis = some_axis();
