@@ -266,18 +266,28 @@ static_assert(!constant_evaluates<[] {
 }>);
 
 // ==== what a rule infers must fit the declared outputs =============================================
+// A rule that derives its output shapes (`output_shapes`) is checked when the plan is built
+// (static_tests/model/shapes_test.cpp); one that does not, such as `replicated`, by rank when
+// it is propagated.
 constexpr auto wrong_output_rank() {
   small_plan p(mesh);
   auto x = p.tensor("x", {8, 16, 32}, {0, -1, -1});
-  auto w = p.tensor("w", {32, 64}, {-1, 1});
-  p.op<"matmul">({x, w}, {p.tensor("y", {8, 64})}, {}, "proj");  // the output is [8, 16, 64]
+  p.op<"replicated">({x}, {p.tensor("y", {8, 64})}, {}, "fallback");  // the rule infers rank 3
   p.op<"relu">({x}, {p.tensor("r", {8, 16, 32})});
   return p;
 }
 constexpr auto rank_failure = model::try_propagate(wrong_output_rank());
-static_assert(!rank_failure.ok() && rank_failure.failed_operator() == 0 && rank_failure.error().op == "proj");
+static_assert(!rank_failure.ok() && rank_failure.failed_operator() == 0 && rank_failure.error().op == "fallback");
 static_assert(rank_failure.error().values[0] == 0 && rank_failure.error().values[2] == 2 &&
               rank_failure.error().values[3] == 3);
+// matmul [8, 16, 32] x [32, 64] derives [8, 16, 64]: declaring [8, 64] fails to build.
+static_assert(!constant_evaluates<[] {
+  small_plan p(mesh);
+  auto x = p.tensor("x", {8, 16, 32}, {0, -1, -1});
+  auto w = p.tensor("w", {32, 64}, {-1, 1});
+  p.op<"matmul">({x, w}, {p.tensor("y", {8, 64})}, {}, "proj");
+  return p.op_count();
+}>);
 
 // ==== MaxReshards: a one-operator plan with eight reshards ============================================
 constexpr process_mesh mesh2222({2, 2, 2, 2});

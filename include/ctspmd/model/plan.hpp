@@ -14,7 +14,10 @@
 /// of operators that runs `count` times, its output feeding its input (a decoder layer): it is
 /// built and stored once; each run has its own tensors (those the body declares), and
 /// propagation verifies the block once it maps its input sharding to the same output sharding.
-/// Capacities are template arguments; exceeding one is an error.
+/// Capacities are template arguments; exceeding one is an error. `op` checks the operator's
+/// declared outputs against the shapes its rule derives from the inputs' declared shapes, when
+/// the rule derives them (`HasOutputShapes`): another rank or size, or inputs whose shapes the
+/// rule rejects, is an error naming the operator (label or rule, index) and the output.
 
 #include <array>
 #include <cstddef>
@@ -283,6 +286,21 @@ constexpr To grad_attributes(const From& f) {
   }
 }
 
+/// Raises `e`, the error of building operator `index` of a plan (a compile error in constant
+/// evaluation, whose notes show `index` as this call's argument; a thrown `spmd_error` at run time).
+constexpr void plan_fails_at_operator_build(std::size_t index, const error_info& e) {
+  (void)index;
+  raise(e);
+}
+
+/// Per rank, a replicated dist attr (on no mesh): the layout of the specs whose shapes a rule's
+/// `output_shapes` reads (it reads only their shapes), built once.
+inline constexpr auto replicated_of_rank = [] {
+  std::array<tensor_dist_attr, max_rank + 1> a{};
+  for (std::size_t r = 0; r <= max_rank; ++r) a[r] = tensor_dist_attr(process_mesh::empty(), ctspmd::dims_mapping(r, -1));
+  return a;
+}();
+
 /// The grad operator of operator `f`, which runs the registered rule `Op`.
 // Variables, not constexpr locals: constant evaluation of grad_thunk would look the recipe up
 // and parse it again on every call.
@@ -390,6 +408,7 @@ class plan {
                          op_count_, t.index, produced.producer));
       produced.producer = static_cast<std::int64_t>(op_count_);
     }
+    if constexpr (HasOutputShapes<rule>) check_output_shapes<rule>(o, attrs);
     ops_[op_count_++] = o;
   }
 
@@ -446,6 +465,50 @@ class plan {
       raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is not a tensor of this plan", t.index));
     return static_cast<std::uint16_t>(t.index);
   }
+  /// The shapes operator `o` (the next one) declares for its outputs against those its rule
+  /// derives from its inputs' declared shapes: the same rank, and the same size at every dim
+  /// (-1, unknown, matches any size). Operand counts the rule does not take are left to
+  /// propagation, which reports them.
+  template <class Rule>
+  constexpr void check_output_shapes(const operator_info& o, const typename Rule::attributes& attrs) {
+    if (!Rule::input_count.accepts(o.inputs.size())) return;
+    // (Scratch buffers of the plan, reused: building them per operator would cost a plan of
+    // 1,000 operators a third of Clang's constexpr step limit.)
+    for (std::size_t k = 0; k < o.inputs.size(); ++k) {
+      const auto& shape = tensors_[o.inputs[k]].shape;
+      shape_inputs_[k] = dist_tensor_spec(shape, detail::replicated_of_rank[shape.size()]);
+    }
+    shape_list& derived = derived_shapes_;
+    derived.clear();
+    if (auto st = Rule::output_shapes(derived, {shape_inputs_.data(), o.inputs.size()}, attrs); !st) {
+      error_info e = st.error();
+      e.op = o.name();
+      detail::plan_fails_at_operator_build(op_count_, e);
+    }
+    if (derived.size() != o.outputs.size()) return;
+    for (std::size_t j = 0; j < derived.size(); ++j) {
+      const auto& declared = tensors_[o.outputs[j]].shape;
+      const auto& want = derived[j];
+      if (declared.size() != want.size())
+        detail::plan_fails_at_operator_build(
+            op_count_, make_error(error_kind::invalid_argument, o.name(),
+                                  "operator {}: output {} is declared with rank {}, but the rule infers rank {}",
+                                  op_count_, j, declared.size(), want.size()));
+      for (std::size_t d = 0; d < want.size(); ++d)  // (four values per message: with one output, its size)
+        if (declared[d] != want[d] && declared[d] != -1 && want[d] != -1)
+          detail::plan_fails_at_operator_build(
+              op_count_,
+              derived.size() == 1
+                  ? make_error(error_kind::invalid_argument, o.name(),
+                               "operator {}: the output is declared with size {} at dim {}, but the rule derives size {}",
+                               op_count_, declared[d], d, want[d])
+                  : make_error(error_kind::invalid_argument, o.name(),
+                               "operator {}: output {} is declared with a size at dim {} other than the size {} the "
+                               "rule derives",
+                               op_count_, j, d, want[d]));
+    }
+  }
+
   constexpr tensor_id trainable(tensor_id t) {
     tensors_[t.index].trainable = true;
     return t;
@@ -466,6 +529,9 @@ class plan {
   std::array<operator_info, MaxOps> ops_{};
   std::array<block_info, max_blocks> blocks_{};
   std::size_t tensor_count_ = 0, op_count_ = 0, block_count_ = 0;
+  // Scratch of `check_output_shapes`: the operator's inputs as specs, the shapes its rule derives.
+  std::array<dist_tensor_spec, max_operands> shape_inputs_{};
+  shape_list derived_shapes_{};
 };
 
 }  // namespace ctspmd::model

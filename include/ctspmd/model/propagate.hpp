@@ -627,7 +627,9 @@ class propagator {
     if (fwd_.outputs.size() != op.outputs.size())
       return fail(i, make_error(error_kind::invalid_argument, "", "the operator has {} outputs, but its rule infers {}",
                                 op.outputs.size(), fwd_.outputs.size()));
-    for (size_t j = 0; j < op.outputs.size(); ++j) {  // what the rule infers must fit what the plan declares
+    // What the rule infers must fit what the plan declares. (A rule with `output_shapes` was
+    // checked, shapes and all, when the plan was built: this catches the others' ranks.)
+    for (size_t j = 0; j < op.outputs.size(); ++j) {
       const auto declared = p_.tensor_at(op.outputs[j]).shape.size(), inferred = fwd_.outputs[j].rank();
       if (declared != inferred)
         return fail(i, make_error(error_kind::invalid_argument, "",

@@ -40,6 +40,15 @@ struct add_n : rule_base<add_n, add_n_attributes> {
   static constexpr operand_count input_count = operand_count::at_least(1);
   static constexpr operand_count output_count{1};
 
+  /// The inputs' shape (they have one shape).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(check_shapes(in, in[0], false));
+    tensor_shape& o = out.emplace_back(in[0].shape());
+    for (const auto& x : in)
+      for (std::size_t d = 0; d < o.size(); ++d)
+        if (o[d] == -1) o[d] = x.shape()[d];  // a size another input knows
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(check_shapes(in, in[0], false));
     const auto letters = first_letters(in[0].ndim());

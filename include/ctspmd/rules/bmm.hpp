@@ -24,6 +24,11 @@ struct bmm : rule_base<bmm, bmm_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// [b, m, n] from x [b, m, k] and y [b, k, n].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(check(in));
+    return matmul::output_shapes(out, in, {});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(check(in));
     return matmul::forward(info, in, {}, s);

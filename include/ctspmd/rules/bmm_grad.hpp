@@ -32,6 +32,10 @@ struct bmm_grad : rule_base<bmm_grad, bmm_attributes> {
   static constexpr operand_count input_count{3};   // x, y, out_grad
   static constexpr operand_count output_count{2};  // x_grad, y_grad
 
+  /// x_grad and y_grad: x's and y's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(check(in));
     return matmul_grad::forward(info, in, {}, s);

@@ -44,6 +44,11 @@ struct c_embedding : rule_base<c_embedding, c_embedding_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// [x..., H] from weight [V, H] and x (embedding's, operands swapped).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    const dist_tensor_spec swapped[2] = {in[1], in[0]};
+    return embedding::output_shapes(out, swapped, {});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const dist_tensor_spec swapped[2] = {in[1], in[0]};
     CTSPMD_TRY(embedding::forward(info, swapped, {}, s));
@@ -71,6 +76,10 @@ struct c_embedding_grad : rule_base<c_embedding_grad, c_embedding_grad_attribute
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
 
+  /// weight_grad: weight's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     return detail::embedding_weight_grad(info, in[1], in[0], in[2], /*x_first=*/false, /*keep_rows=*/true, s);
   }

@@ -67,6 +67,13 @@ struct c_softmax_with_cross_entropy : rule_base<c_softmax_with_cross_entropy, c_
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{2};
 
+  /// softmax: logits' shape; loss: logits' shape with a last size of 1.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(notate(in[0], in[1]));
+    out.push_back(in[0].shape());
+    out.emplace_back(in[0].shape())[in[0].shape().size() - 1] = 1;
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto n = notate(in[0], in[1]);
     if (!n) return n.error();
@@ -132,6 +139,10 @@ struct c_softmax_with_cross_entropy_grad
   static constexpr operand_count input_count{3};   // softmax, label, loss_grad
   static constexpr operand_count output_count{1};  // logits_grad
 
+  /// logits_grad: softmax's shape (logits').
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto& softmax = in[0];
     const auto& loss_grad = in[2];

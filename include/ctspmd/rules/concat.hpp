@@ -42,6 +42,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include <ctspmd/core/static_vector.hpp>
@@ -115,6 +116,24 @@ struct concat : rule_base<concat, concat_attributes> {
   static constexpr operand_count input_count = operand_count::at_least(1);
   static constexpr operand_count output_count{1};
 
+  /// The inputs' shape with, at the axis, the sum of their sizes (-1 when one is unknown).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto axes = notate(in, attrs);
+    if (!axes) return axes.error();
+    const std::size_t axis = axes->view().find(broadcast_label);
+    tensor_shape& o = out.emplace_back(in[0].shape());
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const std::int64_t v = in[i].shape()[axis];
+      if (total >= 0 && v > std::numeric_limits<std::int64_t>::max() - total)
+        return make_error(error_kind::invalid_argument, "", "the inputs' sizes at the concat axis {} overflow int64", axis);
+      total = total < 0 || v < 0 ? -1 : total + v;
+      for (std::size_t d = 0; d < o.size(); ++d)
+        if (o[d] == -1 && d != axis) o[d] = in[i].shape()[d];  // a size another input knows
+    }
+    o[axis] = total;
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto axes = notate(in, attrs);
     if (!axes) return axes.error();
@@ -170,6 +189,22 @@ struct stack : rule_base<stack, stack_attributes> {
   static constexpr operand_count input_count = operand_count::at_least(1);
   static constexpr operand_count output_count{1};
 
+  /// The inputs' shape with a dim of their number inserted at the axis.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = notate(in, attrs);
+    if (!n) return n.error();
+    tensor_shape known = in[0].shape();
+    for (std::size_t i = 1; i < in.size(); ++i)
+      for (std::size_t d = 0; d < known.size(); ++d)
+        if (known[d] == -1) known[d] = in[i].shape()[d];  // a size another input knows
+    const std::size_t axis = n->out.view().find(broadcast_label);
+    tensor_shape& o = out.emplace_back();
+    for (std::size_t d = 0; d <= known.size(); ++d) {
+      if (d == axis) o.push_back(static_cast<std::int64_t>(in.size()));
+      if (d < known.size()) o.push_back(known[d]);
+    }
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto n = notate(in, attrs);
     if (!n) return n.error();

@@ -49,6 +49,11 @@ struct concat_grad : rule_base<concat_grad, concat_attributes> {
   static constexpr operand_count input_count = operand_count::at_least(2);  // x1, ..., xn, out_grad
   static constexpr operand_count output_count = operand_count::at_least(1);  // x1_grad, ..., xn_grad
 
+  /// x1_grad, ..., xn_grad: x1's, ..., xn's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    for (std::size_t i = 0; i + 1 < in.size(); ++i) out.push_back(in[i].shape());
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto labels = notate(in, attrs);
     if (!labels) return labels.error();

@@ -96,6 +96,15 @@ struct cross_entropy_with_softmax : rule_base<cross_entropy_with_softmax, cross_
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{2};
 
+  /// softmax_out: x's shape (with use_softmax; else [], none); loss: x's shape with size 1 at
+  /// the class axis.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = notate(in[0], in[1], attrs);
+    if (!n) return n.error();
+    out.push_back(attrs.use_softmax ? in[0].shape() : tensor_shape{});
+    out.emplace_back(in[0].shape())[n->axis] = 1;
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& label = in[1];
@@ -207,6 +216,15 @@ struct cross_entropy_with_softmax_grad
   static constexpr operand_count input_count{3};   // label, softmax, loss_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: softmax's shape; without it (absent, use_softmax off), loss_grad's with the class
+  /// axis' size unknown (-1).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    if (attrs.use_softmax || !is_absent(in[1])) return shapes_of(out, in, {1});
+    const auto axis = normalize_axis(attrs.axis, in[2].ndim(), "axis {} is out of range for loss_grad of rank {}");
+    if (!axis) return axis.error();
+    out.emplace_back(in[2].shape())[*axis] = -1;
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& label = in[0];
     const auto& softmax = in[1];

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include <ctspmd/notation/axes.hpp>
@@ -64,6 +65,23 @@ struct cumsum : rule_base<cumsum, cumsum_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape; flatten: 1-D, x's element count (-1 when a size is unknown).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(detail::scan_labels(in[0].ndim(), attrs.axis, attrs.flatten));
+    if (!attrs.flatten) return shapes_of(out, in, {0});
+    std::int64_t n = 1;
+    for (const auto v : in[0].shape()) {
+      if (n == -1 || v == -1) {
+        n = -1;
+      } else if (v != 0 && n > std::numeric_limits<std::int64_t>::max() / v) {
+        return make_error(error_kind::invalid_argument, "", "x's element count overflows int64");
+      } else {
+        n *= v;
+      }
+    }
+    out.emplace_back().push_back(n);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     return infer(info, in[0], in[0], false, attrs, s);
   }
@@ -96,6 +114,10 @@ struct cumsum_grad : rule_base<cumsum_grad, cumsum_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& g = in[1];

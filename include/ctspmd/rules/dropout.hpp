@@ -72,6 +72,11 @@ struct dropout : rule_base<dropout, dropout_attributes> {
   static constexpr operand_count input_count{1, 2};
   static constexpr operand_count output_count{2};
 
+  /// out and mask: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(detail::check_no_seed_tensor(in, 1));
+    return shapes_of(out, in, {0, 0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(detail::check_no_seed_tensor(in, 1));
     CTSPMD_TRY(elementwise::forward(info, in.first(1), {}, s));
@@ -112,6 +117,10 @@ struct dropout_grad : rule_base<dropout_grad, dropout_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// x_grad: out_grad's shape (x's).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     CTSPMD_TRY(detail::check_same_shape_as_grad(in[0], 0, in[1]));
     return detail::broadcast_grad(info, in, 0, 1);
@@ -128,6 +137,13 @@ struct fused_dropout_add : rule_base<fused_dropout_add, dropout_attributes> {
   static constexpr operand_count input_count{2, 3};
   static constexpr operand_count output_count{2};
 
+  /// out: x's shape (y's); seed_offset: [2].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(check_inputs(in));
+    CTSPMD_TRY(shapes_of(out, in, {0}));
+    out.emplace_back().push_back(2);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(check_inputs(in));
     CTSPMD_TRY(elementwise::forward(info, in.first(2), {}, s));
@@ -167,6 +183,10 @@ struct fused_dropout_add_grad : rule_base<fused_dropout_add_grad, dropout_attrib
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{2};
 
+  /// x_grad and y_grad: out_grad's shape (x's and y's: fused_dropout_add does not broadcast).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {1, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     if (in[0].ndim() != 1)
       return make_error(error_kind::invalid_argument, "", "seed_offset must be 1-D, but has rank {}", in[0].ndim());

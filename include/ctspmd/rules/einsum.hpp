@@ -113,6 +113,38 @@ struct dynamic_einsum : rule_base<dynamic_einsum, dynamic_einsum_attributes> {
   static constexpr operand_count input_count = operand_count::at_least(1);
   static constexpr operand_count output_count{1};
 
+  /// Per output label, its size in the inputs that carry it (a size 1 stretches to another; a
+  /// `'1'` label is 1), each input of its labels' rank.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = try_parse_einsum(attrs.notation);
+    if (!n) return n.error();
+    if (n->inputs.size() != in.size())
+      return make_error(error_kind::invalid_argument, "", "the notation has {} inputs, but the operator has {}",
+                        n->inputs.size(), in.size());
+    for (std::size_t i = 0; i < in.size(); ++i)
+      if (n->inputs[i].size() != in[i].shape().size())
+        return make_error(error_kind::invalid_argument, "", "input {} has rank {}, but the notation gives it {} labels", i,
+                          in[i].ndim(), n->inputs[i].size());
+    // Each label's size: the one its inputs agree on, a size 1 stretching to another.
+    const auto size_of = [&](char c) -> result<std::int64_t> {
+      std::int64_t size = 1;
+      for (std::size_t i = 0; i < in.size() && c != broadcast_label; ++i)
+        for (std::size_t d = 0; d < n->inputs[i].size(); ++d) {
+          const std::int64_t v = in[i].shape()[d];
+          if (n->inputs[i][d] != c || v == 1) continue;
+          if (size != 1 && size != -1 && v != -1 && v != size)
+            return make_error(error_kind::invalid_argument, "", "label {c} has size {} in input {}, and {} before", c, v,
+                              i, size);
+          if (size == 1 || size == -1) size = v;
+        }
+      return size;
+    };
+    for (const auto& labels : n->inputs)
+      for (const char c : labels.view()) CTSPMD_TRY(size_of(c));
+    tensor_shape& o = out.emplace_back();
+    for (const char c : n->output.view()) o.push_back(*size_of(c));
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto n = try_parse_einsum(attrs.notation);
     if (!n) return n.error();

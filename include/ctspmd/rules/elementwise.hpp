@@ -66,6 +66,14 @@ struct elementwise : rule_base<elementwise, elementwise_attributes> {
   static constexpr operand_count input_count = operand_count::at_least(1);
   static constexpr operand_count output_count{1};
 
+  /// The inputs' shapes broadcast (numpy rules).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    tensor_shape& shape = out.emplace_back(in[0].shape());
+    for (std::size_t i = 1; i < in.size(); ++i)
+      CTSPMD_TRY(broadcast_into(shape, {in[i].shape().data(), in[i].shape().size()}));
+    return {};
+  }
+
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto n = make_notation(in);
     if (!n) return n.error();
@@ -168,6 +176,9 @@ struct cast : rule_base<cast, cast_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(elementwise::forward(info, in, {}, s));
     add_partial_of(info.inputs[0], in[0].dist_attr());
@@ -194,6 +205,9 @@ struct full_like : rule_base<full_like, full_like_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     info.inputs.push_back(in[0].dist_attr());
     info.outputs.emplace_back(in[0].dist_attr()).clean_partial_status();

@@ -120,6 +120,10 @@ struct elementwise_unary_grad : rule_base<elementwise_unary_grad, elementwise_un
   static constexpr operand_count input_count{2, 3};  ///< x and/or out, then out_grad
   static constexpr operand_count output_count{1};    ///< x_grad
 
+  /// x_grad: the shape of the first forward tensor (x or out, which share it).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     return detail::unary_grad(info, in);
   }
@@ -139,6 +143,10 @@ struct gelu_grad : rule_base<gelu_grad, gelu_grad_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     return detail::unary_grad(info, in);
   }
@@ -158,6 +166,10 @@ struct pow_grad : rule_base<pow_grad, pow_grad_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     return detail::unary_grad(info, in);
   }
@@ -178,6 +190,10 @@ struct elementwise_binary_grad : rule_base<elementwise_binary_grad, elementwise_
   static constexpr operand_count input_count{3, 4};
   static constexpr operand_count output_count{2};
 
+  /// x_grad and y_grad: x's and y's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics) {
     if (attrs.axis != -1)
       return make_error(error_kind::invalid_argument, "", "axis {} is not supported: only -1 (numpy broadcasting)",

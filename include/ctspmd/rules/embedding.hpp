@@ -38,6 +38,13 @@ struct embedding : rule_base<embedding, embedding_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// x's shape, then the weight's row size (weight [V, H]: out [x..., H]).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(check_weight(in[1]));
+    CTSPMD_TRY(check_output_rank(in[0].ndim()));
+    out.emplace_back(in[0].shape()).push_back(in[1].shape()[1]);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& w = in[1];

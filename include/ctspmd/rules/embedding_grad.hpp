@@ -97,6 +97,10 @@ struct embedding_grad : rule_base<embedding_grad, embedding_grad_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
 
+  /// weight_grad: weight's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     if (attrs.sparse)
       return make_error(error_kind::invalid_argument, "", "a sparse weight gradient (sparse = {}) is not supported", 1);

@@ -52,6 +52,16 @@ struct expand_as : rule_base<expand_as, expand_as_attributes> {
   static constexpr operand_count input_count{2};  // x, y (optional)
   static constexpr operand_count output_count{1};
 
+  /// The target shape (y's, or target_shape when y is absent); a -1 there keeps x's size.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = notate(in[0], in[1], attrs);
+    if (!n) return n.error();
+    tensor_shape& o = out.emplace_back(n->target);
+    const std::size_t lead = o.size() - in[0].shape().size();
+    for (std::size_t i = 0; i < in[0].shape().size(); ++i)
+      if (o[lead + i] == -1) o[lead + i] = in[0].shape()[i];
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& y = in[1];

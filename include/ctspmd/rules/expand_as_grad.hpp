@@ -46,6 +46,10 @@ struct expand_as_grad : rule_base<expand_as_grad, expand_as_attributes> {
   static constexpr operand_count input_count{2};   // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& g = in[1];

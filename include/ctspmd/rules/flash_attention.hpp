@@ -7,7 +7,8 @@
 /// 1 to broadcast); outputs out [b, sq, h, dv] = softmax(q kᵀ / sqrt(d) + mask) v per head,
 /// softmax [b, h, sq, skv] (the probabilities, returned when return_softmax), softmax_lse
 /// [b, h, sq] (their log-sum-exp) and seed_offset [2]. GQA: hk may divide h; q head i then reads
-/// k/v head i / (h / hk).
+/// k/v head i / (h / hk). The output shapes (`output_shapes`) are those, softmax's whether or
+/// not return_softmax (forward infers its 4-D layout either way).
 ///
 /// Notation: batch `a`, heads `c`. Every other dim (the sequences and head dims) is `'1'`: an
 /// attention row reads every key and the whole head dim, so phi's rule keeps them replicated
@@ -201,6 +202,16 @@ struct flash_attention : rule_base<flash_attention, flash_attention_attributes> 
   static constexpr operand_count input_count{3, 5};
   static constexpr operand_count output_count{4};
 
+  /// out [b, sq, h, dv], softmax [b, h, sq, skv], softmax_lse [b, h, sq], seed_offset [2].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    const auto sz = check(in);
+    if (!sz) return sz.error();
+    out.push_back({sz->b, sz->sq, sz->h, sz->dv});
+    out.push_back({sz->b, sz->h, sz->sq, sz->skv});
+    out.push_back({sz->b, sz->h, sz->sq});
+    out.push_back({2});
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     using kit = detail::attention_kit;
     const auto sz = check(in);
@@ -263,6 +274,10 @@ struct flash_attention_grad : rule_base<flash_attention_grad, flash_attention_gr
   static constexpr operand_count input_count{8};
   static constexpr operand_count output_count{3};
 
+  /// q_grad, k_grad, v_grad: q's, k's and v's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1, 2});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     using kit = detail::attention_kit;
     // q, k, v, out, softmax_lse, seed_offset, attn_mask, out_grad

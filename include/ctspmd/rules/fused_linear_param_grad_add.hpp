@@ -48,6 +48,17 @@ struct fused_linear_param_grad_add : rule_base<fused_linear_param_grad_add, fuse
   static constexpr operand_count input_count{2, 4};
   static constexpr operand_count output_count{2};
 
+  /// dweight_out [M, N] from x [..., M] and dout [..., N]; dbias_out [N] (has_bias), else [].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto &x = in[0].shape(), &dout = in[1].shape();
+    if (x.size() < 2 || dout.size() != x.size())
+      return make_error(error_kind::invalid_argument, "", "x and dout must have one rank >= 2, but have ranks {} and {}",
+                        x.size(), dout.size());
+    const std::int64_t m = x[x.size() - 1], n = dout[dout.size() - 1];
+    out.push_back({m, n});
+    out.push_back(attrs.has_bias ? tensor_shape{n} : tensor_shape{});
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& dout = in[1];

@@ -204,6 +204,10 @@ struct fused_rope : rule_base<fused_rope, fused_rope_attributes> {
   static constexpr operand_count input_count{6};
   static constexpr operand_count output_count{3};
 
+  /// out_q, out_k, out_v: q's, k's and v's shapes (an absent one stays []).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1, 2});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     using kit = detail::rope_kit;
     const kit::operands o{in[0], in[1], in[2], in[3], in[4], in[5]};
@@ -250,6 +254,10 @@ struct fused_rope_grad : rule_base<fused_rope_grad, fused_rope_attributes> {
   static constexpr operand_count input_count{6};
   static constexpr operand_count output_count{3};
 
+  /// q_grad, k_grad, v_grad: the shapes of out_q_grad, out_k_grad, out_v_grad (inputs 3 to 5).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {3, 4, 5});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     using kit = detail::rope_kit;
     // sin, cos, position_ids, out_q_grad, out_k_grad, out_v_grad

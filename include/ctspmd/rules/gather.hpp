@@ -74,6 +74,20 @@ constexpr result<gather_notation> make_gather_notation(const dist_tensor_spec& x
 }
 
 /// gather's and index_select's forward (from x and index) or reverse (from `out`).
+/// gather's output shape (see `gather::output_shapes`).
+constexpr status gather_shape(shape_list& out, spec_span in, std::int64_t axis) {
+  const auto n = make_gather_notation(in[0], in[1], axis);
+  if (!n) return n.error();
+  const auto a = static_cast<std::size_t>(axis < 0 ? axis + in[0].ndim() : axis);
+  tensor_shape& o = out.emplace_back();
+  for (std::size_t d = 0; d < in[0].shape().size(); ++d)
+    if (d != a)
+      o.push_back(in[0].shape()[d]);
+    else if (in[1].ndim() == 1)
+      o.push_back(in[1].shape()[0]);
+  return {};
+}
+
 constexpr status gather_infer(spmd_info& info, spec_span in, const dist_tensor_spec& out, bool reverse,
                               std::int64_t axis, semantics s) {
   const auto n = make_gather_notation(in[0], in[1], axis);
@@ -129,6 +143,10 @@ struct gather : rule_base<gather, gather_attributes> {
   static constexpr std::string_view name = "gather";
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
+  /// x's shape with the axis replaced by the index's size (1-D index) or dropped (0-D index).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& a) {
+    return detail::gather_shape(out, in, a.axis);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     return detail::gather_infer(info, in, in[0], false, a.axis, s);
   }
@@ -142,6 +160,11 @@ struct index_select : rule_base<index_select, gather_attributes> {
   static constexpr std::string_view name = "index_select";
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
+  /// x's shape with the axis replaced by the index's size.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& a) {
+    CTSPMD_TRY(check_index(in[1]));
+    return detail::gather_shape(out, in, a.axis);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     CTSPMD_TRY(check_index(in[1]));
     return detail::gather_infer(info, in, in[0], false, a.axis, s);
@@ -162,6 +185,10 @@ struct gather_grad : rule_base<gather_grad, gather_attributes> {
   static constexpr std::string_view name = "gather_grad";
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     return detail::gather_grad_infer(info, in, a.axis, s);
   }
@@ -175,6 +202,10 @@ struct index_select_grad : rule_base<index_select_grad, gather_attributes> {
   static constexpr std::string_view name = "index_select_grad";
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     CTSPMD_TRY(index_select::check_index(in[1]));
     return detail::gather_grad_infer(info, in, a.axis, s);
@@ -189,6 +220,14 @@ struct one_hot : rule_base<one_hot, one_hot_attributes> {
   static constexpr std::string_view name = "one_hot";
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
+  /// x's shape, then num_classes (-1: unknown).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& a) {
+    if (in[0].shape().size() + 1 > max_rank)
+      return make_error(error_kind::invalid_argument, "", "x of rank {} gives an output above max_rank = {}",
+                        in[0].ndim(), max_rank);
+    out.emplace_back(in[0].shape()).push_back(a.num_classes < 0 ? -1 : a.num_classes);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     return infer(info, in[0], in[0], false, s);
   }

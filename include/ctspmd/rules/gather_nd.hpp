@@ -97,6 +97,17 @@ struct gather_nd : rule_base<gather_nd, gather_nd_attributes> {
   static constexpr std::string_view name = "gather_nd";
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
+  /// index's shape without its last dim k, then x's dims from k on.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    const auto n = detail::make_gather_nd_notation(in[0], in[1]);
+    if (!n) return n.error();
+    const auto& index = in[1].shape();
+    const auto k = static_cast<std::size_t>(index[index.size() - 1]);
+    tensor_shape& o = out.emplace_back();
+    for (std::size_t d = 0; d + 1 < index.size(); ++d) o.push_back(index[d]);
+    for (std::size_t d = k; d < in[0].shape().size(); ++d) o.push_back(in[0].shape()[d]);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     return detail::gather_nd_infer(info, in, in[0], false, s);
   }
@@ -110,6 +121,10 @@ struct gather_nd_grad : rule_base<gather_nd_grad, gather_nd_attributes> {
   static constexpr std::string_view name = "gather_nd_grad";
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto n = detail::make_gather_nd_notation(in[0], in[1]);
     if (!n) return n.error();

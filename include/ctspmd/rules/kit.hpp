@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string_view>
 
@@ -179,6 +180,37 @@ constexpr status check_same_sizes(const tensor_shape& got, const tensor_shape& w
   for (std::size_t d = 0; d < got.size() && d < want.size(); ++d)
     if (got[d] != -1 && want[d] != -1 && got[d] != want[d])
       return make_error(error_kind::invalid_argument, "", format, d, got[d], want[d]);
+  return {};
+}
+
+// ---- output shapes (the optional `output_shapes` of the rule contract) ----------------------------
+
+/// Appends to `out` the shapes of inputs `which`, in order: for outputs shaped as an input (a
+/// unary op's output, a gradient of its forward operand). Every index is < in.size().
+constexpr status shapes_of(shape_list& out, spec_span in, std::initializer_list<std::size_t> which) {
+  for (const auto k : which) out.push_back(in[k].shape());
+  return {};
+}
+
+/// Broadcasts `b` into `acc` numpy-style (right-aligned; a size 1 stretches; -1, unknown, takes
+/// the other's size unless that is 1, where it stays unknown), or an `invalid_argument` naming
+/// the two sizes and the dim of the result where they clash.
+constexpr status broadcast_into(tensor_shape& acc, std::span<const std::int64_t> b) {
+  if (b.size() > acc.size()) {  // acc gains b's leading dims
+    tensor_shape longer;
+    for (std::size_t d = 0; d < b.size() - acc.size(); ++d) longer.push_back(b[d]);
+    for (const auto v : acc) longer.push_back(v);
+    acc = longer;
+  }
+  const std::size_t lead = acc.size() - b.size();
+  for (std::size_t d = 0; d < b.size(); ++d) {
+    std::int64_t& x = acc[lead + d];
+    const std::int64_t y = b[d];
+    if (x != y && x != 1 && y != 1 && x != -1 && y != -1)
+      return make_error(error_kind::invalid_argument, "", "cannot broadcast size {} against size {} (at dim {} of the result)",
+                        x, y, lead + d);
+    x = x == 1 ? y : y == 1 ? x : x == -1 ? y : x;
+  }
   return {};
 }
 

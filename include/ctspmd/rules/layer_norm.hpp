@@ -65,6 +65,16 @@ struct layer_norm : rule_base<layer_norm, layer_norm_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{3};
 
+  /// out: x's shape; mean and variance: x[:begin_norm_axis].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = notation(in, attrs);
+    if (!n) return n.error();
+    out.push_back(in[0].shape());
+    tensor_shape& mean = out.emplace_back();
+    for (std::size_t d = 0; d < n->lead.size(); ++d) mean.push_back(in[0].shape()[d]);
+    out.push_back(mean);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto n = notation(in, attrs);
     if (!n) return n.error();

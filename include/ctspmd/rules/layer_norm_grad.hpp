@@ -41,6 +41,10 @@ struct layer_norm_grad : rule_base<layer_norm_grad, layer_norm_grad_attributes> 
   static constexpr operand_count input_count{6};   ///< x, scale, bias, mean, variance, out_grad
   static constexpr operand_count output_count{3};  ///< x_grad, scale_grad, bias_grad
 
+  /// Each gradient has its forward operand's shape (an absent one stays []).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1, 2});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const std::int64_t r = x.ndim();

@@ -45,6 +45,11 @@ struct logsumexp : rule_base<logsumexp, logsumexp_attributes> {
   static constexpr std::string_view name = "logsumexp";
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
+  /// x's shape without the reduced dims (size 1 with keepdim).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& a) {
+    const reduction_attributes r = as_reduction(a);
+    return detail::push_reduced_shape(out, in[0].shape(), r.axis, r.keep_dim);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     return frobenius_norm::forward(info, in, as_reduction(a), s);
   }
@@ -63,6 +68,11 @@ struct p_norm : rule_base<p_norm, p_norm_attributes> {
   static constexpr std::string_view name = "p_norm";
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
+  /// x's shape without the reduced dims (size 1 with keepdim).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& a) {
+    const reduction_attributes r = as_reduction(a);
+    return detail::push_reduced_shape(out, in[0].shape(), r.axis, r.keep_dim);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     return frobenius_norm::forward(info, in, as_reduction(a), s);
   }

@@ -44,6 +44,34 @@ struct matmul : rule_base<matmul, matmul_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 
+  /// [..., m, n] from x [..., m, k] and y [..., k, n] (each after its transpose, if any), the
+  /// batch dims broadcast; a 1-D x is [k] (no m in the output), a 1-D y is [k] (no n), as in
+  /// numpy's matmul. Transposing a 1-D operand is an error, as in forward.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const tensor_shape &x = in[0].shape(), &y = in[1].shape();
+    if (x.empty() || y.empty())
+      return make_error(error_kind::invalid_argument, "", "x and y must have rank >= 1, but have ranks {} and {}",
+                        x.size(), y.size());
+    if ((attrs.trans_x && x.size() < 2) || (attrs.trans_y && y.size() < 2))  // forward's messages
+      return make_error(error_kind::invalid_argument, "",
+                        attrs.trans_x && x.size() < 2 ? "trans_x needs x of rank >= 2, but x has rank {}"
+                                                      : "trans_y needs y of rank >= 2, but y has rank {}",
+                        attrs.trans_x && x.size() < 2 ? x.size() : y.size());
+    // The last two dims as used: x [m, k], y [k, n] (a 1-D operand has only its k).
+    const std::size_t xl = x.size() - 1, yl = y.size() - 1;
+    const std::int64_t kx = x[attrs.trans_x ? xl - 1 : xl];
+    const std::int64_t ky = y.size() == 1 ? y[0] : y[attrs.trans_y ? yl : yl - 1];
+    if (kx != ky && kx != -1 && ky != -1)
+      return make_error(error_kind::invalid_argument, "", "x's k size {} differs from y's {}", kx, ky);
+    const std::size_t bx = x.size() > 2 ? x.size() - 2 : 0, by = y.size() > 2 ? y.size() - 2 : 0;
+    tensor_shape& o = out.emplace_back();
+    for (std::size_t d = 0; d < bx; ++d) o.push_back(x[d]);
+    CTSPMD_TRY(broadcast_into(o, {y.data(), by}));
+    if (x.size() >= 2) o.push_back(x[attrs.trans_x ? xl : xl - 1]);
+    if (y.size() >= 2) o.push_back(y[attrs.trans_y ? yl - 1 : yl]);
+    return {};
+  }
+
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     detail::einsum_labels<2> l;
     CTSPMD_TRY(labels_of(l, in[0].ndim(), in[1].ndim()));

@@ -85,6 +85,10 @@ struct matmul_grad : rule_base<matmul_grad, matmul_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{2};
 
+  /// x_grad and y_grad: x's and y's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& y = in[1];

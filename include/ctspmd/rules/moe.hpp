@@ -9,7 +9,8 @@
 /// of dispatch 3-D) and the sizes that must agree (InvalidArgument). Partial inputs are
 /// reduced first (they come back not partial); an output is partial only where stated. Both
 /// semantics behave the same except for the merge (fluid first-wins, phi co-shard union with
-/// the divisibility drop). These rules exist only in phi.
+/// the divisibility drop). These rules exist only in phi. Output shapes (`output_shapes`) are
+/// those below; y's capacity dim is `capacity`, or -1 (unknown) when that is not positive.
 ///
 /// moe_gate_dispatch (x [S,H], gate_logits [S,E]; k, capacity, use_pad) -> y [E,C,H],
 /// combine_weights [S,K], scatter_index [K,S], expert_offset [E], expert_id [S,K]: each token
@@ -106,6 +107,18 @@ struct moe_gate_dispatch : rule_base<moe_gate_dispatch, moe_gate_dispatch_attrib
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{5};
 
+  /// y [E, C, H] (C = capacity; -1 when it is not positive), combine_weights [S, K],
+  /// scatter_index [K, S], expert_offset [E], expert_id [S, K], from x [S, H], gate_logits [S, E].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(check(in, attrs));
+    const std::int64_t s = in[0].shape()[0], h = in[0].shape()[1], e = in[1].shape()[1], k = attrs.k;
+    out.push_back({e, attrs.capacity > 0 ? attrs.capacity : -1, h});
+    out.push_back({s, k});
+    out.push_back({k, s});
+    out.push_back({e});
+    out.push_back({s, k});
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     CTSPMD_TRY(check(in, attrs));
     axis_to_dim_map map;
@@ -154,6 +167,15 @@ struct moe_gate_dispatch_grad : rule_base<moe_gate_dispatch_grad, moe_gate_dispa
   static constexpr operand_count input_count{5};
   static constexpr operand_count output_count{2};
 
+  /// x_grad [S, H] and gate_logits_grad [S, E], from combine_weights [S, K] and grad_y [E, C, H].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    constexpr std::array<std::int64_t, 5> ranks{2, 2, 2, 3, 2};
+    for (std::size_t i = 0; i < 5; ++i) CTSPMD_TRY(detail::check_rank_of(in[i], ranks[i], i, detail::moe_rank_error));
+    const std::int64_t s = in[0].shape()[0], e = in[3].shape()[0], h = in[3].shape()[2];
+    out.push_back({s, h});
+    out.push_back({s, e});
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     constexpr std::array<std::int64_t, 5> ranks{2, 2, 2, 3, 2};
     for (std::size_t i = 0; i < 5; ++i) CTSPMD_TRY(detail::check_rank_of(in[i], ranks[i], i, detail::moe_rank_error));
@@ -183,6 +205,12 @@ struct moe_combine : rule_base<moe_combine, moe_combine_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
 
+  /// y [S, H] from x [R, H] and combine_weights [S, K].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(check(in));
+    out.push_back({in[1].shape()[0], in[0].shape()[1]});
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(check(in));
     axis_to_dim_map map;
@@ -223,6 +251,10 @@ struct moe_combine_grad : rule_base<moe_combine_grad, moe_combine_attributes> {
   static constexpr operand_count input_count{4};
   static constexpr operand_count output_count{3};
 
+  /// x_grad, combine_weights_grad, scatter_index_grad: x's, combine_weights' and scatter_index's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1, 2});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(moe_combine::check(in.first(3)));
     CTSPMD_TRY(detail::check_rank_of(in[3], 2, 3, detail::moe_rank_error));

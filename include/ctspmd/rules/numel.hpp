@@ -27,6 +27,11 @@ struct numel : rule_base<numel, numel_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// A 0-D count.
+  static constexpr status output_shapes(shape_list& out, spec_span, const attributes&) {
+    out.emplace_back();
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     const auto& x = in[0].dist_attr();
     info.inputs.push_back(x);

@@ -186,6 +186,16 @@ constexpr status optimizer_backward(spmd_info& info, spec_span in, spec_span out
   return optimizer_forward(info, spec_span(stand_in.data(), in.size()), o, s);
 }
 
+/// Each output's shape, its input's (an input left out: [], absent), `count` outputs in all.
+constexpr status optimizer_output_shapes(shape_list& out, spec_span in, const optimizer_operands& o, std::size_t count) {
+  for (std::size_t r = 0; r < count; ++r) {
+    const std::int64_t i = r < o.outputs.size() ? o.outputs[r] : -1;
+    out.push_back(i >= 0 && static_cast<std::size_t>(i) < in.size() ? in[static_cast<std::size_t>(i)].shape()
+                                                                      : tensor_shape{});
+  }
+  return {};
+}
+
 /// adam's and adamw's operands for `n` inputs.
 constexpr optimizer_operands adam_operands(std::size_t n) {
   optimizer_operands o;
@@ -228,6 +238,10 @@ struct adam : rule_base<adam, adam_attributes> {
   static constexpr std::string_view name = "adam";
   static constexpr operand_count input_count{8, 10};
   static constexpr operand_count output_count{7};
+  /// Each output: its input's shape (master_param_out absent when master_param is left out).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return detail::optimizer_output_shapes(out, in, detail::adam_operands(in.size()), 7);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     return detail::adam_forward(info, in, s);
   }
@@ -241,6 +255,10 @@ struct adamw : rule_base<adamw, adamw_attributes> {
   static constexpr std::string_view name = "adamw";
   static constexpr operand_count input_count{8, 10};
   static constexpr operand_count output_count{7};
+  /// Each output: its input's shape (master_param_out absent when master_param is left out).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return detail::optimizer_output_shapes(out, in, detail::adam_operands(in.size()), 7);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     return detail::adam_forward(info, in, s);
   }
@@ -254,6 +272,10 @@ struct sgd : rule_base<sgd, sgd_attributes> {
   static constexpr std::string_view name = "sgd";
   static constexpr operand_count input_count{3, 4};
   static constexpr operand_count output_count{2};
+  /// param_out: param's shape; master_param_out: master_param's (absent when it is left out).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return detail::optimizer_output_shapes(out, in, operands(in.size() > 3), 2);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     if (in.size() > 3) return detail::optimizer_forward(info, in, operands(true), s);
     CTSPMD_TRY(detail::optimizer_forward(info, in, operands(false), s));

@@ -55,6 +55,13 @@ struct pad : rule_base<pad, pad_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's sizes plus the paddings before and after.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = notate(in[0].shape(), attrs);
+    if (!n) return n.error();
+    out.push_back(n->out_shape);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = notate(x.shape(), attrs);

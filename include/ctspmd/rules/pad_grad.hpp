@@ -39,6 +39,14 @@ struct pad_grad : rule_base<pad_grad, pad_attributes> {
   static constexpr operand_count input_count{1};   // out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: out_grad's sizes less the paddings.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(notate(in[0].shape(), attrs));
+    tensor_shape& o = out.emplace_back(in[0].shape());
+    for (std::size_t d = 0; d < o.size(); ++d)
+      if (o[d] >= 0) o[d] -= attrs.paddings[2 * d] + attrs.paddings[2 * d + 1];
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& g = in[0];
     const auto labels = notate(g.shape(), attrs);

@@ -126,6 +126,24 @@ constexpr result<reduction_notation> make_reduction_notation(std::int64_t ndim,
 
 /// True if reducing the parts of a tensor partial with `part` and then combining them gives
 /// the reduction `op` of the whole: the same reduce type, or two linear ones (sum, avg).
+/// The shape of reducing x (shape `x`) over `axis` (empty: every dim), as `make_reduction_notation`
+/// checks them: a reduced dim is dropped, or kept as 1 with `keep_dim`.
+constexpr status push_reduced_shape(shape_list& out, const tensor_shape& x,
+                                    const static_vector<std::int64_t, max_rank>& axis, bool keep_dim) {
+  const auto n = make_reduction_notation(static_cast<std::int64_t>(x.size()), axis, keep_dim);
+  if (!n) return n.error();
+  tensor_shape& o = out.emplace_back();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    bool reduced = axis.empty();
+    for (const std::int64_t a : axis) reduced = reduced || (a < 0 ? a + static_cast<std::int64_t>(x.size()) : a) == static_cast<std::int64_t>(i);
+    if (!reduced)
+      o.push_back(x[i]);
+    else if (keep_dim)
+      o.push_back(1);
+  }
+  return {};
+}
+
 constexpr bool reduction_commutes(reduce_type part, reduce_type op) noexcept {
   const auto linear = [](reduce_type r) { return r == reduce_type::sum || r == reduce_type::avg; };
   return part == op || (linear(part) && linear(op));
@@ -141,6 +159,10 @@ struct reduction_with : rule_base<reduction_with<R>, basic_reduction_attributes<
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape without the reduced dims (size 1 with keep_dim).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    return detail::push_reduced_shape(out, in[0].shape(), attrs.axis, attrs.keep_dim);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     CTSPMD_TRY(check_reduce(attrs.reduce));
     const auto& x = in[0];
@@ -202,6 +224,10 @@ struct frobenius_norm : rule_base<frobenius_norm, reduction_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape without the reduced dims (size 1 with keep_dim).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    return detail::push_reduced_shape(out, in[0].shape(), attrs.axis, attrs.keep_dim);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = detail::make_reduction_notation(x.ndim(), attrs.axis, attrs.keep_dim);
@@ -237,6 +263,11 @@ struct det : rule_base<det, det_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape without its last two dims.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(check(in[0]));
+    return detail::push_reduced_shape(out, in[0].shape(), matrices.axis, false);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(check(in[0]));
     return frobenius_norm::forward(info, in, matrices, s);

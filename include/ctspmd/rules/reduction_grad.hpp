@@ -137,6 +137,10 @@ struct reduction_grad : rule_base<reduction_grad, reduction_grad_attributes> {
   static constexpr operand_count input_count{2};   // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     constexpr std::array<const char*, 1> ranks{detail::out_grad_rank_message};
     constexpr std::array<const char*, 1> sizes{detail::out_grad_size_message};
@@ -154,6 +158,10 @@ struct reduction_grad_with_out : rule_base<reduction_grad_with_out, reduction_gr
   static constexpr operand_count input_count{3};   // x, out, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     return infer(info, in, detail::grad_axis(attrs), attrs.keepdim, s);
   }
@@ -176,6 +184,10 @@ struct logsumexp_grad : rule_base<logsumexp_grad, logsumexp_attributes> {
   static constexpr operand_count input_count{3};   // x, out, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     return reduction_grad_with_out::infer(info, in, a.reduce_all ? static_vector<std::int64_t, max_rank>{} : a.axis,
                                           a.keepdim, s);
@@ -191,6 +203,10 @@ struct p_norm_grad : rule_base<p_norm_grad, p_norm_attributes> {
   static constexpr operand_count input_count{3};   // x, out, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     static_vector<std::int64_t, max_rank> axis;  // empty (every dim) with asvector
     if (!a.asvector) axis.push_back(a.axis);

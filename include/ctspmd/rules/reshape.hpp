@@ -164,6 +164,14 @@ struct reshape : rule_base<reshape, reshape_attributes> {
     return t;
   }
 
+  /// The target shape resolved against x's (`try_infer_target_shape`).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto tgt = resolve_target(in[0].shape(), attrs.shape);
+    if (!tgt) return tgt.error();
+    out.push_back(tgt->shape);
+    return {};
+  }
+
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto tgt = resolve_target(in[0].shape(), attrs.shape);
     if (!tgt) return tgt.error();
@@ -268,6 +276,12 @@ struct flatten : rule_base<flatten, flatten_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto tgt = target_of(in[0].shape(), attrs);
+    if (!tgt) return tgt.error();
+    out.push_back(tgt->shape);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto tgt = target_of(in[0].shape(), attrs);
     if (!tgt) return tgt.error();

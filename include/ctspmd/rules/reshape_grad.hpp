@@ -42,6 +42,10 @@ struct reshape_grad : rule_base<reshape_grad, reshape_grad_attributes> {
   static constexpr operand_count input_count{2};  // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto& x = in[0];
     const auto& out_grad = in[1];

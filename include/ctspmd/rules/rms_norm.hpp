@@ -119,6 +119,15 @@ struct rms_norm : rule_base<rms_norm, rms_norm_attributes> {
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{2};
 
+  /// out: x's shape; invvar: x[:r-1].
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    const auto n = notation(in[0], in[1]);
+    if (!n) return n.error();
+    out.push_back(in[0].shape());
+    tensor_shape& invvar = out.emplace_back();
+    for (std::size_t d = 0; d < n->lead.size(); ++d) invvar.push_back(in[0].shape()[d]);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto n = notation(in[0], in[1]);
     if (!n) return n.error();
@@ -177,6 +186,10 @@ struct rms_norm_grad : rule_base<rms_norm_grad, rms_norm_grad_attributes> {
   static constexpr operand_count input_count{4};
   static constexpr operand_count output_count{2};
 
+  /// x_grad and scale_grad: x's and scale's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto n = rms_norm::notation(in[0], in[1]);
     if (!n) return n.error();

@@ -11,7 +11,15 @@
 ///   (checked before the rule runs; the fuzzer and the tool read them);
 /// - `forward(spmd_info&, spec_span inputs, const attributes&, semantics)` and
 ///   `backward(spmd_info&, spec_span inputs, spec_span outputs, const attributes&, semantics)`,
-///   each appending the inferred attrs to an empty `spmd_info` and returning a `status`.
+///   each appending the inferred attrs to an empty `spmd_info` and returning a `status`;
+/// - optionally, `output_shapes(shape_list& out, spec_span inputs, const attributes&)`, a
+///   `status`: appends to an empty `out` one shape per output, derived from the inputs' shapes
+///   (only their shapes are read) and the attributes, or returns the error the inputs' shapes
+///   give (e.g. a matmul's k sizes that differ). A dim it cannot know (an input's size is -1,
+///   unknown) is written -1, which matches any declared size. A rule whose output shapes depend
+///   on data leaves it out. A plan (model/plan.hpp) checks every operator whose rule has it
+///   (`HasOutputShapes`) against the shapes the plan declares for its outputs; without it only
+///   the outputs' ranks are checked, during propagation.
 /// Deriving from `rule_base<Rule, Attributes>` gives it its public API. rules/kit.hpp has the
 /// pieces rules are written with; rules/registry.hpp checks every registered rule against
 /// `SpmdRule` and names the first requirement it misses.
@@ -65,6 +73,9 @@ struct attribute_alias {
   std::string_view name;
 };
 
+/// Output shapes, as a rule's optional `output_shapes` derives them (one per output).
+using shape_list = static_vector<tensor_shape, max_operands>;
+
 /// The rule contract (see the file comment).
 template <class R>
 concept SpmdRule =
@@ -79,6 +90,12 @@ concept SpmdRule =
       { R::backward(info, specs, specs, attrs, s) } -> std::same_as<status>;
     };
 
+/// Whether rule `R` derives its outputs' shapes (`output_shapes`, see the file comment).
+template <class R>
+concept HasOutputShapes = requires(shape_list& out, spec_span specs, const typename R::attributes& attrs) {
+  { R::output_shapes(out, specs, attrs) } -> std::same_as<status>;
+};
+
 /// Gives a rule `Rule` (see `SpmdRule`) its public API: `try_infer_forward` /
 /// `try_infer_backward` (result-returning), `infer_forward` / `infer_backward` (throwing; a
 /// compile error in constant evaluation), each over a span or a braced list of
@@ -86,7 +103,8 @@ concept SpmdRule =
 /// given `spmd_info`, returning a `status`). Each takes the attributes and the semantics
 /// (`fluid` by default). Before the rule runs, the operand counts are checked against its
 /// `input_count` / `output_count` and all operands must live on one process mesh; errors are
-/// reported under the rule's name.
+/// reported under the rule's name. A rule with `output_shapes` also gets `try_output_shapes`
+/// (the input count checked, errors under the rule's name).
 ///
 /// Why an out-parameter inside: an `spmd_info` holds two vectors of `max_operands` attrs.
 /// Written once where the caller receives it (the named return value of `infer_forward`, the
@@ -132,6 +150,21 @@ struct rule_base {
   static constexpr result<spmd_info> try_infer_backward(inputs_list inputs, inputs_list outputs,
                                                         const Attributes& attrs = {}, semantics s = semantics::fluid) {
     return try_infer_backward(as_span(inputs), as_span(outputs), attrs, s);
+  }
+
+  /// The outputs' shapes (see `HasOutputShapes`), or the error the inputs' shapes give.
+  /// (A template, so that the rule is complete when it is checked.)
+  template <class R = Rule>
+  static constexpr result<shape_list> try_output_shapes(spec_span inputs, const Attributes& attrs = {}) {
+    static_assert(HasOutputShapes<R>, "this rule does not derive its output shapes");
+    result<shape_list> r{shape_list{}};
+    if (auto c = check_count(inputs.size(), R::input_count, false); !c) return named(c.error());
+    if (auto st = R::output_shapes(*r, inputs, attrs); !st) r = named(st.error());
+    return r;
+  }
+  template <class R = Rule>
+  static constexpr result<shape_list> try_output_shapes(inputs_list inputs, const Attributes& attrs = {}) {
+    return try_output_shapes<R>(as_span(inputs), attrs);
   }
 
   static constexpr spmd_info infer_forward(spec_span inputs, const Attributes& attrs = {},

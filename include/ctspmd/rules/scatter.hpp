@@ -104,6 +104,10 @@ struct scatter : rule_base<scatter, scatter_attributes> {
   static constexpr std::string_view name = "scatter";
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
+  /// x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     return detail::scatter_infer(info, in, in[0], false, s);
   }
@@ -117,6 +121,10 @@ struct scatter_grad : rule_base<scatter_grad, scatter_attributes> {
   static constexpr std::string_view name = "scatter_grad";
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{2};
+  /// x_grad: out_grad's shape (x's); updates_grad: updates' shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {2, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     const auto l = detail::scatter_labels(in[2], "out_grad must have rank >= 1, but has rank {}");
     if (!l) return l.error();

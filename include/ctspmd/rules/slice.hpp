@@ -160,6 +160,13 @@ struct slice : rule_base<slice, slice_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape with each sliced dim's length, the decreased dims dropped.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& a) {
+    const auto n = detail::notate_slice(in[0].shape(), a.axes, a.starts, a.ends, {}, a.decrease_axis);
+    if (!n) return n.error();
+    out.push_back(n->out_shape);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     const auto n = detail::notate_slice(in[0].shape(), a.axes, a.starts, a.ends, {}, a.decrease_axis);
     if (!n) return n.error();
@@ -178,6 +185,13 @@ struct strided_slice : rule_base<strided_slice, strided_slice_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape with each sliced dim's length.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& a) {
+    const auto n = notate(in[0].shape(), a);
+    if (!n) return n.error();
+    out.push_back(n->out_shape);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     const auto n = notate(in[0].shape(), a);
     if (!n) return n.error();

@@ -71,6 +71,10 @@ struct slice_grad : rule_base<slice_grad, slice_attributes> {
   static constexpr operand_count input_count{2};   // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     const auto n = detail::notate_slice(in[0].shape(), a.axes, a.starts, a.ends, {}, a.decrease_axis);
     if (!n) return n.error();
@@ -87,6 +91,10 @@ struct strided_slice_grad : rule_base<strided_slice_grad, strided_slice_attribut
   static constexpr operand_count input_count{2};   // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     if (a.strides.size() != a.axes.size())
       return make_error(error_kind::invalid_argument, "", "axes has {} entries, but strides has {}", a.axes.size(),

@@ -64,6 +64,11 @@ struct softmax : rule_base<softmax, softmax_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape (the axis checked).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(labels_for(in[0].ndim(), attrs.axis));
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     return infer(info, in[0], in[0], attrs, s);
   }
@@ -114,6 +119,10 @@ struct softmax_grad : rule_base<softmax_grad, softmax_attributes> {
   static constexpr operand_count input_count{2};   // out, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// out's shape (x's).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& out = in[0];
     const auto& g = in[1];

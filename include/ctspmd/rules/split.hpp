@@ -55,6 +55,26 @@ struct split : rule_base<split, split_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count = operand_count::at_least(1);  // as num or sections say
 
+  /// x's shape with, at the axis, its size / num, or each section (the -1 one what the others
+  /// leave); -1 where the axis' size is unknown.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = notate(in[0], attrs);
+    if (!n) return n.error();
+    const std::size_t axis = n->x_axes.view().find('k');
+    const std::int64_t size = in[0].shape()[axis];
+    std::int64_t rest = size;  // what the sections other than the -1 one leave
+    for (const auto s : attrs.sections) rest -= s == -1 || size == -1 ? 0 : s;
+    for (std::size_t i = 0; i < n->count; ++i) {
+      tensor_shape& o = out.emplace_back(in[0].shape());
+      if (!attrs.sections.empty() && attrs.sections[i] != -1)
+        o[axis] = attrs.sections[i];
+      else if (size == -1)
+        o[axis] = -1;
+      else
+        o[axis] = attrs.sections.empty() ? size / attrs.num : rest;
+    }
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = notate(x, attrs);

@@ -51,6 +51,13 @@ struct squeeze : rule_base<squeeze, squeeze_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// The target shape (`target_of`).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto t = target_of(in[0].shape(), attrs);
+    if (!t) return t.error();
+    out.push_back(t->shape);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto t = target_of(in[0].shape(), attrs);
     if (!t) return t.error();
@@ -92,6 +99,13 @@ struct unsqueeze : rule_base<unsqueeze, unsqueeze_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// The target shape (`target_of`).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto t = target_of(in[0].shape(), attrs);
+    if (!t) return t.error();
+    out.push_back(t->shape);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto t = target_of(in[0].shape(), attrs);
     if (!t) return t.error();

@@ -44,6 +44,23 @@ struct stack_grad : rule_base<stack_grad, stack_attributes> {
   static constexpr operand_count input_count{1};                             // out_grad
   static constexpr operand_count output_count = operand_count::at_least(1);  // out_grad.shape[axis]
 
+  /// out_grad.shape[axis] gradients, each out_grad's shape without the axis.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto& g = in[0].shape();
+    const auto axis = normalize_axis(attrs.axis, in[0].ndim(), "axis {} is out of range for out_grad of rank {}");
+    if (!axis) return axis.error();
+    const std::int64_t count = g[*axis];
+    if (count < 1 || count > static_cast<std::int64_t>(max_operands))
+      return make_error(error_kind::invalid_argument, "",
+                        "out_grad has size {} on axis {}, which must be known and in [1, {}] (the number of gradients)",
+                        count, attrs.axis, max_operands);
+    for (std::int64_t i = 0; i < count; ++i) {
+      tensor_shape& o = out.emplace_back();
+      for (std::size_t d = 0; d < g.size(); ++d)
+        if (d != *axis) o.push_back(g[d]);
+    }
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& g = in[0];
     const std::int64_t rank = g.ndim();

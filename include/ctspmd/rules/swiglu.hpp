@@ -45,6 +45,14 @@ struct swiglu : rule_base<swiglu, swiglu_attributes> {
   static constexpr operand_count input_count{1, 2};  ///< x, y (optional)
   static constexpr operand_count output_count{1};
 
+  /// x and y broadcast; without y, x's shape with its last size halved.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    if (in.size() == 2 && !is_absent(in[1])) return elementwise::output_shapes(out, in, {});
+    CTSPMD_TRY(x_labels(in[0]));
+    tensor_shape& o = out.emplace_back(in[0].shape());
+    if (o[o.size() - 1] != -1) o[o.size() - 1] /= 2;
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     if (in.size() == 2 && !is_absent(in[1])) return elementwise::forward(info, in, {}, s);
     const auto& x = in[0];
@@ -110,6 +118,10 @@ struct swiglu_grad : rule_base<swiglu_grad, swiglu_grad_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{2};
 
+  /// x_grad and y_grad: x's and y's shapes (y absent: [], given back).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0, 1});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     if (!is_absent(in[1])) return detail::broadcast_grad(info, in, 0, 2);
     const auto& x = in[0];

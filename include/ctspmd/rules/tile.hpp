@@ -107,6 +107,13 @@ struct tile : rule_base<tile, tile_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's sizes times repeat_times (right-aligned; new leading dims the repeats).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = detail::notate_tile(in[0].shape(), attrs);
+    if (!n) return n.error();
+    out.push_back(n->out_shape);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = detail::notate_tile(x.shape(), attrs);
@@ -139,6 +146,10 @@ struct tile_grad : rule_base<tile_grad, tile_attributes> {
   static constexpr operand_count input_count{2};   // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto& g = in[1];

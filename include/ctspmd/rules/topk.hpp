@@ -56,6 +56,19 @@ struct argmax : rule_base<argmax, argmax_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape without the axis (keepdims: size 1 there); flatten: [] (keepdims: all 1).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(detail::scan_labels(in[0].ndim(), attrs.axis, attrs.flatten));
+    const std::int64_t axis = attrs.axis < 0 ? attrs.axis + in[0].ndim() : attrs.axis;
+    tensor_shape& o = out.emplace_back();
+    for (std::size_t d = 0; d < in[0].shape().size(); ++d)
+      if (attrs.flatten || static_cast<std::int64_t>(d) == axis) {
+        if (attrs.keepdims) o.push_back(1);
+      } else {
+        o.push_back(in[0].shape()[d]);
+      }
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto l = detail::scan_labels(in[0].ndim(), attrs.axis, attrs.flatten);
     if (!l) return l.error();
@@ -96,6 +109,9 @@ struct argmin : rule_base<argmin, argmax_attributes> {
   static constexpr std::string_view name = "argmin";
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    return argmax::output_shapes(out, in, attrs);
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     return argmax::forward(info, in, attrs, s);
   }
@@ -110,6 +126,15 @@ struct topk : rule_base<topk, topk_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{2};
 
+  /// out and indices: x's shape with k at the axis.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    CTSPMD_TRY(labels(in[0], attrs));
+    tensor_shape o = in[0].shape();
+    if (!o.empty()) o[static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + in[0].ndim() : attrs.axis)] = attrs.k;
+    out.push_back(o);
+    out.push_back(o);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto l = labels(in[0], attrs);
     if (!l) return l.error();
@@ -154,6 +179,10 @@ struct topk_grad : rule_base<topk_grad, topk_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
 
+  /// x_grad: x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto l = topk::labels(in[0], attrs);
     if (!l) return l.error();

@@ -52,6 +52,14 @@ struct transpose : rule_base<transpose, transpose_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's dims in the order of `perm` (out dim i is x dim perm[i]).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = make_notation(in[0].ndim(), attrs.perm);
+    if (!n) return n.error();
+    tensor_shape& o = out.emplace_back();
+    for (const auto d : n->perm) o.push_back(in[0].shape()[d]);
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = make_notation(x.ndim(), attrs.perm);
@@ -129,6 +137,14 @@ struct transpose_grad : rule_base<transpose_grad, transpose_attributes> {
   static constexpr operand_count input_count{1};   // out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x's shape: out_grad's dims put back (x dim perm[i] is out_grad dim i).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = transpose::make_notation(in[0].ndim(), attrs.perm);
+    if (!n) return n.error();
+    tensor_shape& o = out.emplace_back(in[0].shape());
+    for (std::size_t i = 0; i < n->perm.size(); ++i) o[n->perm[i]] = in[0].shape()[i];
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& g = in[0];
     const auto n = transpose::make_notation(g.ndim(), attrs.perm);

@@ -47,6 +47,10 @@ struct triu : rule_base<triu, triu_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
+  /// x's shape.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     return infer(info, in[0], in[0], s, true);
   }
@@ -90,6 +94,10 @@ struct triu_grad : rule_base<triu_grad, triu_attributes> {
   static constexpr operand_count input_count{1};   // out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
+  /// x_grad: out_grad's shape (x's).
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {0});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     return triu::infer(info, in[0], in[0], s, true);
   }

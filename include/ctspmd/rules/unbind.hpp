@@ -47,6 +47,18 @@ struct unbind : rule_base<unbind, unbind_attributes> {
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count = operand_count::at_least(1);  // x.shape[axis]
 
+  /// x.shape[axis] outputs, each x's shape without the axis.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
+    const auto n = notate(in[0], attrs);
+    if (!n) return n.error();
+    const std::size_t axis = n->x.view().find(broadcast_label);
+    for (std::size_t i = 0; i < n->count; ++i) {
+      tensor_shape& o = out.emplace_back();
+      for (std::size_t d = 0; d < in[0].shape().size(); ++d)
+        if (d != axis) o.push_back(in[0].shape()[d]);
+    }
+    return {};
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     const auto& x = in[0];
     const auto n = notate(x, attrs);

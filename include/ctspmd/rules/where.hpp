@@ -57,6 +57,11 @@ struct where : rule_base<where, where_attributes> {
   static constexpr operand_count input_count{3};
   static constexpr operand_count output_count{1};
 
+  /// condition, x and y broadcast.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    CTSPMD_TRY(detail::check_condition_rank(in));
+    return elementwise::output_shapes(out, in, {});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
     CTSPMD_TRY(detail::check_condition_rank(in));
     return elementwise::forward(info, in, {}, s);
@@ -76,6 +81,10 @@ struct where_grad : rule_base<where_grad, where_grad_attributes> {
   static constexpr operand_count input_count{4};
   static constexpr operand_count output_count{2};
 
+  /// x_grad and y_grad: x's and y's shapes.
+  static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
+    return shapes_of(out, in, {1, 2});
+  }
   static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics) {
     CTSPMD_TRY(detail::check_condition_rank(in));
     return detail::broadcast_grad(info, in, 1, 2);
