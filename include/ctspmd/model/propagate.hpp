@@ -313,6 +313,7 @@ class propagation {
   std::size_t next_op_ = 0, next_block_ = 0;
   std::size_t run_ = 0;    ///< the run of block `next_block_` in progress (from 1), or 0
   bool changed_ = false;   ///< the run in progress changed a tensor's attrs from the run before
+  bool wrote_outside_ = false;  ///< the run in progress laid out a tensor declared outside its block
   std::array<std::size_t, MaxReshards> touched_{};  ///< entries the run in progress added to
   std::size_t touched_count_ = 0;
   // A block whose backward pass a training step verifies: how its runs differ (0: all alike; 1:
@@ -448,6 +449,7 @@ class propagator {
     auto& o = out_;
     o.touched_count_ = 0;
     o.changed_ = false;
+    o.wrote_outside_ = false;
     if (b.mirror_of >= 0) {
       // A backward pass's run k reads the tensors of its forward block's run count - k + 1.
       const auto f = static_cast<size_t>(b.mirror_of);
@@ -469,6 +471,14 @@ class propagator {
     if (o.run_ == 1 && b.first_run_at != 0)  // keep the first run's layouts for the backward pass
       for (size_t k = 0; k < first_run_size(b); ++k) o.attrs_[b.first_run_at + k] = o.attrs_[first_run_tensor(b, k)];
     if (o.run_ > 1 && o.changed_) o.runs_differ_[self] = o.run_ == 2 ? 1 : 2;
+    // A first run that ends with its source's attrs, having laid out nothing outside the block,
+    // leaves the second run the state it began with: the second would repeat it exactly.
+    const bool repeats_first = o.run_ == 1 && !o.wrote_outside_ && o.attrs_[b.output.index] == o.attrs_[b.source.index] &&
+                               (b.mirror_of < 0 || o.runs_differ_[static_cast<size_t>(b.mirror_of)] == 0);
+    if (options_.induction && b.count > 1 && repeats_first) {
+      for (size_t t = 0; t < o.touched_count_; ++t) o.reshards_[o.touched_[t]].times += b.count - 1;
+      return leave_block();
+    }
     if (options_.induction && o.run_ > 1 && !o.changed_) {
       // This run repeated the previous one: so will the rest (but a backward pass's last run,
       // if its forward block's first run differs). Count its reshards for them.
@@ -517,6 +527,10 @@ class propagator {
   constexpr void write(size_t t, const tensor_dist_attr& a) {
     auto& o = out_;
     if (o.run_ > 0 && !(o.attrs_[t] == a)) o.changed_ = true;
+    if (o.run_ > 0) {
+      const auto& b = p_.block_at(o.next_block_);
+      if (t < b.input.index || t >= b.end_tensor) o.wrote_outside_ = true;
+    }
     o.attrs_[t] = a;
     o.known_[t] = true;
   }
