@@ -9,6 +9,9 @@
 /// - `iK`: the forward operator's input K as it read it: resharded, if the forward operator
 ///   needed it resharded, as frameworks keep it for the backward pass (absent if the forward
 ///   operator was given fewer inputs, or input K was absent);
+/// - `iK#`: the same, read only for its shape (and layout): the gradient does not need its values,
+///   so a training step keeps nothing for it (`operator_info::shape_only`; add_grad's x and y,
+///   reshape_grad's x, ...);
 /// - `oK`: its output K;
 /// - `gK`: the gradient of its output K (zeros, laid out as the grad rule needs, when nothing
 ///   downstream gives output K a gradient; absent when output K is);
@@ -41,7 +44,7 @@ struct grad_recipe {
 // Unary elementwise grads read x (`i0`) or out (`o0`) as Paddle's backward ops do; their layouts
 // are the same either way.
 inline constexpr grad_recipe grad_recipes[] = {
-    {"add", "add_grad", "i0 i1 g0 > d0 d1"},
+    {"add", "add_grad", "i0# i1# g0 > d0 d1"},
     {"all", "", ""},
     {"amax", "amax_grad", "i0 o0 g0 > d0"},
     {"amin", "amin_grad", "i0 o0 g0 > d0"},
@@ -50,45 +53,45 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"argmin", "", ""},
     {"assign", "assign", "g0 > d0="},
     {"bmm", "bmm_grad", "i0 i1 g0 > d0 d1"},
-    {"c_embedding", "c_embedding_grad", "i0 i1 g0 > d0"},
+    {"c_embedding", "c_embedding_grad", "i0# i1 g0 > d0"},
     {"c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "o0 i1 g1 > d0"},
     {"cast", "cast", "g0 > d0"},
-    {"concat", "concat_grad", "i* g0 > d*"},
+    {"concat", "concat_grad", "i*# g0 > d*"},
     {"cos", "cos_grad", "i0 g0 > d0"},
     {"cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "i1 o0 g1 > d0"},
-    {"cumsum", "cumsum_grad", "i0 g0 > d0"},
+    {"cumsum", "cumsum_grad", "i0# g0 > d0"},
     {"divide", "divide_grad", "i0 i1 g0 > d0 d1"},
     {"dropout", "dropout_grad", "o1 g0 > d0"},
     {"elementwise_pow", "elementwise_pow_grad", "i0 i1 g0 > d0 d1"},
-    {"embedding", "embedding_grad", "i0 i1 g0 > d1"},
+    {"embedding", "embedding_grad", "i0 i1# g0 > d1"},
     {"equal", "", ""},
     {"exp", "exp_grad", "o0 g0 > d0"},
-    {"expand_as", "expand_as_grad", "i0 g0 > d0"},  // y is read for its shape only
+    {"expand_as", "expand_as_grad", "i0# g0 > d0"},  // y is read for its shape only
     {"flash_attention", "flash_attention_grad", "i0 i1 i2 o0 o2 o3 i4 g0 > d0 d1 d2"},
-    {"flatten", "flatten_grad", "i0 g0 > d0"},
+    {"flatten", "flatten_grad", "i0# g0 > d0"},
     {"full_like", "", ""},
     {"fused_dropout_add", "fused_dropout_add_grad", "o1 g0 > d0 d1"},
     {"fused_rms_norm", "rms_norm_grad", "i0 i1 o1 g0 > d0 d1"},
     {"fused_rope", "fused_rope_grad", "i3 i4 i5 g0 g1 g2 > d0 d1 d2"},
     {"fused_rotary_position_embedding", "fused_rope_grad", "i3 i4 i5 g0 g1 g2 > d0 d1 d2"},
-    {"gather", "gather_grad", "i0 i1 g0 > d0"},
-    {"gather_nd", "gather_nd_grad", "i0 i1 g0 > d0"},
+    {"gather", "gather_grad", "i0# i1 g0 > d0"},
+    {"gather_nd", "gather_nd_grad", "i0# i1 g0 > d0"},
     {"gelu", "gelu_grad", "i0 g0 > d0"},
     {"greater_equal", "", ""},
     {"greater_than", "", ""},
-    {"index_select", "index_select_grad", "i0 i1 g0 > d0"},
+    {"index_select", "index_select_grad", "i0# i1 g0 > d0"},
     {"layer_norm", "layer_norm_grad", "i0 i1 i2 o1 o2 g0 > d0 d1 d2"},
     {"less_equal", "", ""},
     {"less_than", "", ""},
     {"log", "log_grad", "i0 g0 > d0"},
     {"log_softmax", "log_softmax_grad", "o0 g0 > d0"},
     {"logsumexp", "logsumexp_grad", "i0 o0 g0 > d0"},
-    {"lookup_table_v2", "embedding_grad", "i0 i1 g0 > d1"},
+    {"lookup_table_v2", "embedding_grad", "i0 i1# g0 > d1"},
     {"matmul", "matmul_grad", "i0 i1 g0 > d0 d1"},
     {"matmul_v2", "matmul_grad", "i0 i1 g0 > d0 d1"},
     {"max", "max_grad", "i0 o0 g0 > d0"},
     {"maximum", "maximum_grad", "i0 i1 g0 > d0 d1"},
-    {"mean", "mean_grad", "i0 g0 > d0"},
+    {"mean", "mean_grad", "i0# g0 > d0"},
     {"min", "min_grad", "i0 o0 g0 > d0"},
     {"minimum", "minimum_grad", "i0 i1 g0 > d0 d1"},
     {"moe_combine", "moe_combine_grad", "i0 i1 i2 g0 > d0 d1 d2"},
@@ -102,49 +105,50 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"pow", "pow_grad", "i0 g0 > d0"},
     {"prod", "prod_grad", "i0 o0 g0 > d0"},
     {"relu", "relu_grad", "o0 g0 > d0"},
-    {"reshape", "reshape_grad", "i0 g0 > d0"},
-    {"reshape2", "reshape_grad", "i0 g0 > d0"},
+    {"reshape", "reshape_grad", "i0# g0 > d0"},
+    {"reshape2", "reshape_grad", "i0# g0 > d0"},
     {"rms_norm", "rms_norm_grad", "i0 i1 o1 g0 > d0 d1"},
     {"rsqrt", "rsqrt_grad", "o0 g0 > d0"},
     {"scale", "scale", "g0 > d0"},
-    {"scatter", "scatter_grad", "i1 i2 g0 > d0 d2"},
+    {"scatter", "scatter_grad", "i1 i2# g0 > d0 d2"},
     {"sigmoid", "sigmoid_grad", "o0 g0 > d0"},
     {"silu", "silu_grad", "i0 g0 > d0"},
     {"sin", "sin_grad", "i0 g0 > d0"},
-    {"slice", "slice_grad", "i0 g0 > d0"},
+    {"slice", "slice_grad", "i0# g0 > d0"},
     {"softmax", "softmax_grad", "o0 g0 > d0"},
     {"softmax_with_cross_entropy", "cross_entropy_with_softmax_grad", "i1 o0 g1 > d0"},
     {"split", "concat", "g* > d0"},
     {"split_with_num", "concat", "g* > d0"},
     {"sqrt", "sqrt_grad", "o0 g0 > d0"},
     {"square", "square_grad", "i0 g0 > d0"},
-    {"squeeze", "squeeze_grad", "i0 g0 > d0"},
+    {"squeeze", "squeeze_grad", "i0# g0 > d0"},
     {"stack", "stack_grad", "g0 > d*"},
-    {"strided_slice", "strided_slice_grad", "i0 g0 > d0"},
-    {"subtract", "subtract_grad", "i0 i1 g0 > d0 d1"},
-    {"sum", "sum_grad", "i0 g0 > d0"},
+    {"strided_slice", "strided_slice_grad", "i0# g0 > d0"},
+    {"subtract", "subtract_grad", "i0# i1# g0 > d0 d1"},
+    {"sum", "sum_grad", "i0# g0 > d0"},
     {"swiglu", "swiglu_grad", "i0 i1 g0 > d0 d1"},
     {"tanh", "tanh_grad", "o0 g0 > d0"},
-    {"tile", "tile_grad", "i0 g0 > d0"},
-    {"topk", "topk_grad", "i0 o1 g0 > d0"},
+    {"tile", "tile_grad", "i0# g0 > d0"},
+    {"topk", "topk_grad", "i0# o1 g0 > d0"},
     {"transpose", "transpose_grad", "g0 > d0"},
     {"transpose2", "transpose_grad", "g0 > d0"},
     {"tril_triu", "triu_grad", "g0 > d0"},
     {"triu", "triu_grad", "g0 > d0"},
     {"unbind", "unbind_grad", "g* > d0"},
-    {"unsqueeze", "unsqueeze_grad", "i0 g0 > d0"},
-    {"unsqueeze2", "unsqueeze_grad", "i0 g0 > d0"},
-    {"where", "where_grad", "i0 i1 i2 g0 > d1 d2"},
+    {"unsqueeze", "unsqueeze_grad", "i0# g0 > d0"},
+    {"unsqueeze2", "unsqueeze_grad", "i0# g0 > d0"},
+    {"where", "where_grad", "i0 i1# i2# g0 > d1 d2"},
 };
 inline constexpr std::size_t grad_recipe_count = sizeof grad_recipes / sizeof *grad_recipes;
 
 /// One operand of a recipe: `kind` is 'i', 'o', 'g' or '-' (inputs) or 'd' (outputs); `index`
-/// is K, or `all` for `*`; `pinned` marks `dK=`.
+/// is K, or `all` for `*`; `pinned` marks `dK=`, `shape_only` `iK#`.
 struct recipe_operand {
   static constexpr std::uint8_t all = 0xff;
   char kind = '-';
   std::uint8_t index = 0;
   bool pinned = false;
+  bool shape_only = false;
 };
 
 /// A recipe's operand text, parsed.
@@ -188,6 +192,10 @@ constexpr parsed_recipe parse_recipe(std::string_view text) {
       }
       if (c == 'd' && at < text.size() && text[at] == '=') {
         o.pinned = true;
+        ++at;
+      }
+      if (c == 'i' && at < text.size() && text[at] == '#') {
+        o.shape_only = true;
         ++at;
       }
     }

@@ -176,6 +176,43 @@ struct tensor_info {
   std::int64_t layout_of = -1;
 };
 
+/// How a training step keeps the activations its backward pass reads (what `<ctspmd/model/cost.hpp>`
+/// counts; the step's operators are the same under each).
+enum class recompute : std::int8_t {
+  none,       ///< every activation a grad operator reads is kept from the forward pass
+  selective,  ///< the operators of the plan's `recomputable` regions (attention's core) run again
+              ///< in backward: their outputs are not kept, their collectives are sent again
+  full,       ///< of a repeated block, only each run's input is kept; the run's forward runs again
+              ///< in backward, collectives included
+};
+
+/// Options of a training step (`<ctspmd/model/training.hpp>`): what its optimizer step shards and
+/// in which precision the step keeps its state. A training step's plan keeps them (`training()`).
+struct training_options {
+  /// The data-parallel mesh dim over which ZeRO shards (optimizer states; with `zero_stage` 2 the
+  /// gradients, with 3 the parameters too), or -1: states laid out as their parameters.
+  std::int64_t shard_optimizer_states_on = -1;
+  /// ZeRO's stage, 1 to 3, with `shard_optimizer_states_on` (0: 1 when sharding, else none).
+  std::int64_t zero_stage = 0;
+  /// The element size of the optimizer's moments.
+  std::int64_t state_element_bytes = 4;
+  /// The element size of parameters' gradients (Megatron keeps them in fp32: 4), or 0: the
+  /// parameter's.
+  std::int64_t gradient_element_bytes = 0;
+  /// The optimizer keeps a master copy of each parameter, of `state_element_bytes` elements, laid
+  /// out as its moments (adamw's `master_param`): mixed-precision training.
+  bool master_weights = false;
+  model::recompute recompute = model::recompute::none;
+  /// Under sequence parallelism, keep a gathered input (the output of a forward `assign` that
+  /// all-gathers) for the backward pass; false (Megatron's default): keep its shard and gather it
+  /// again in backward.
+  bool keep_gathered_inputs = false;
+  /// ZeRO's stage in force: 0 (none) to 3.
+  constexpr std::int64_t stage() const noexcept {
+    return shard_optimizer_states_on < 0 ? 0 : zero_stage == 0 ? 1 : zero_stage;
+  }
+};
+
 /// The phase of a training step an operator belongs to (a forward plan's are all `forward`).
 enum class phase : std::int8_t { forward, backward, optimizer };
 inline constexpr std::size_t phase_count = 3;
@@ -211,6 +248,10 @@ struct operator_info {
   static_vector<std::uint16_t, max_operands> saved{};
   /// Its grad operator (for a training step), or null when the rule has no grad recipe.
   detail::grad_operator (*grad)(const operator_info&) = nullptr;
+  /// In a `recomputable` region of the plan (selective recomputation runs it again in backward).
+  bool recomputable = false;
+  /// Bit k: input k (k < 32) is read for its shape and layout only (a grad operator's `iK#`).
+  std::uint32_t shape_only = 0;
   /// The label, or the rule's name when there is none.
   constexpr std::string_view name() const noexcept { return label.empty() ? rule : label; }
 };
@@ -398,6 +439,7 @@ class plan {
     if (op_count_ == MaxOps)
       raise(make_error(error_kind::invalid_argument, "plan", "more than {} operators (raise plan's MaxOps)", MaxOps));
     operator_info o{Op.view(), label, {}, {}, attrs, &detail::forward_thunk<rule>, &detail::backward_thunk<rule>};
+    o.recomputable = recomputable_;
     if constexpr (detail::find_grad_recipe(Op.view()) < detail::grad_recipe_count) o.grad = &detail::grad_thunk<Op>;
     for (auto t : inputs) o.inputs.push_back(checked(t));
     for (auto t : outputs) {
@@ -443,7 +485,20 @@ class plan {
     return b.output;
   }
 
+  /// Marks the operators `body(plan&)` adds as a region that selective recomputation
+  /// (`recompute::selective`) runs again in backward instead of keeping its outputs: Megatron's
+  /// choice is attention's core (QK^T, softmax, its dropout, the product with V).
+  template <class Body>
+  constexpr void recomputable(Body&& body) {
+    const bool outer = recomputable_;
+    recomputable_ = true;
+    body(*this);
+    recomputable_ = outer;
+  }
+
   constexpr const process_mesh& mesh() const noexcept { return mesh_; }
+  /// The options a training step was built with (a forward plan's are the defaults).
+  constexpr const training_options& training() const noexcept { return training_; }
   constexpr ctspmd::semantics semantics() const noexcept { return semantics_; }
   constexpr std::size_t tensor_count() const noexcept { return tensor_count_; }
   constexpr std::size_t op_count() const noexcept { return op_count_; }
@@ -529,6 +584,8 @@ class plan {
   std::array<operator_info, MaxOps> ops_{};
   std::array<block_info, max_blocks> blocks_{};
   std::size_t tensor_count_ = 0, op_count_ = 0, block_count_ = 0;
+  training_options training_{};
+  bool recomputable_ = false;  ///< `op` is inside `recomputable`
   // Scratch of `check_output_shapes`: the operator's inputs as specs, the shapes its rule derives.
   std::array<dist_tensor_spec, max_operands> shape_inputs_{};
   shape_list derived_shapes_{};

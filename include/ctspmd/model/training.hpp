@@ -63,15 +63,6 @@
 
 namespace ctspmd::model {
 
-/// Options of `training_step`.
-struct training_options {
-  /// The mesh dim over which optimizer states are sharded (ZeRO-1/2), or -1 to lay them out as
-  /// their parameters.
-  std::int64_t shard_optimizer_states_on = -1;
-  /// The element size of the optimizer's moments.
-  std::int64_t state_element_bytes = 4;
-};
-
 namespace detail {
 
 inline constexpr std::uint16_t no_tensor = 0xffff;
@@ -109,6 +100,7 @@ class step_builder {
     if (loss.index >= f_.tensor_count_)
       raise(make_error(error_kind::invalid_argument, "training_step", "the loss (tensor {}) is not a tensor of the plan",
                        loss.index));
+    check_options();
     copy_forward();
     mark_requires_grad();
     // Plan inputs every part of the step shares.
@@ -152,8 +144,26 @@ class step_builder {
   using size_t = std::size_t;
   static constexpr std::uint16_t none = no_tensor;
 
+  constexpr void check_options() const {
+    const auto& o = options_;
+    const auto bad = [](const char* format, std::int64_t v) {
+      raise(make_error(error_kind::invalid_argument, "training_step", format, v));
+    };
+    if (o.shard_optimizer_states_on >= f_.mesh_.ndim())
+      raise(make_error(error_kind::invalid_argument, "training_step",
+                       "shard_optimizer_states_on is mesh dim {}, but the mesh has {} dims", o.shard_optimizer_states_on,
+                       f_.mesh_.ndim()));
+    if (o.shard_optimizer_states_on < -1) bad("shard_optimizer_states_on is {}: a mesh dim, or -1", o.shard_optimizer_states_on);
+    if (o.zero_stage < 0 || o.zero_stage > 3) bad("zero_stage is {}: ZeRO's stages are 1, 2 and 3", o.zero_stage);
+    if (o.zero_stage > 0 && o.shard_optimizer_states_on < 0)
+      bad("zero_stage {} shards over a data-parallel mesh dim: set shard_optimizer_states_on", o.zero_stage);
+    if (o.state_element_bytes <= 0) bad("state_element_bytes is {}", o.state_element_bytes);
+    if (o.gradient_element_bytes < 0) bad("gradient_element_bytes is {}", o.gradient_element_bytes);
+  }
+
   constexpr void copy_forward() {
     p_.mesh_ = f_.mesh_;
+    p_.training_ = options_;
     p_.semantics_ = f_.semantics_;
     for (size_t t = 0; t < f_.tensor_count_; ++t) p_.tensors_[t] = f_.tensors_[t];
     for (size_t i = 0; i < f_.op_count_; ++i) p_.ops_[i] = f_.ops_[i];
@@ -227,9 +237,13 @@ class step_builder {
   constexpr std::uint16_t add_like(const tensor_info& t, tensor_role role, std::size_t of, std::int64_t producer = -1) {
     return add({t.name, t.shape, t.element_bytes, false, {}, producer, false, role, static_cast<std::int64_t>(of)});
   }
-  /// A new gradient tensor of forward tensor t (written by the operator being built).
+  /// A new gradient tensor of forward tensor t (written by the operator being built); a
+  /// parameter's has `gradient_element_bytes` elements, if set.
   constexpr std::uint16_t gradient_of(size_t t) {
-    return add_like(p_.tensors_[t], tensor_role::gradient, t);
+    const auto g = add_like(p_.tensors_[t], tensor_role::gradient, t);
+    if (p_.tensors_[t].trainable && options_.gradient_element_bytes > 0)
+      p_.tensors_[g].element_bytes = options_.gradient_element_bytes;
+    return g;
   }
   constexpr void add_part(size_t t, std::uint16_t part) {
     s_.next_part[part] = s_.part_head[t];
@@ -302,7 +316,10 @@ class step_builder {
       if (o.kind == '-') push(b.inputs, s_.absent);
       if (o.kind == 'o') push(b.inputs, o.index < op.outputs.size() ? op.outputs[o.index] : s_.absent);
       if (o.kind == 'i')
-        each_index(o, op.inputs.size(), [&](size_t k) { push(b.inputs, k < op.inputs.size() ? saved(i, k) : s_.absent); });
+        each_index(o, op.inputs.size(), [&](size_t k) {
+          if (o.shape_only && b.inputs.size() < 32) b.shape_only |= std::uint32_t{1} << b.inputs.size();
+          push(b.inputs, k < op.inputs.size() ? saved(i, k) : s_.absent);
+        });
       if (o.kind == 'g')
         each_index(o, op.outputs.size(), [&](size_t k) {
           push(b.inputs, k < op.outputs.size() ? output_gradient(op.outputs[k]) : s_.absent);
@@ -406,49 +423,102 @@ class step_builder {
     if (s_.requires_grad[f.source.index]) add_part(f.source.index, result);
   }
 
-  /// The optimizer step of parameter t.
+  /// The layout of parameter t's optimizer states: sharded over mesh dim m (ZeRO), on the
+  /// parameter's first dim its annotation leaves free whose size m divides; else co-sharded on its
+  /// first dim whose shard m divides (m minor: frameworks shard a flat buffer, so every
+  /// parameter's state is sharded); else on its first dim of at least m's size, unevenly. A
+  /// parameter smaller than m keeps its own layout, as does one already sharded over m.
+  constexpr tensor_info state_of(size_t t) const {
+    const tensor_info& param = p_.tensors_[t];
+    tensor_info state{param.name, param.shape, options_.state_element_bytes, false, {}, -1, false,
+                      tensor_role::optimizer_state, static_cast<std::int64_t>(t)};
+    const std::int64_t m = options_.shard_optimizer_states_on;
+    if (m < 0 || (param.annotated && param.annotation.shards(m))) return state;
+    const std::int64_t n = p_.mesh_.dim_size(m);
+    multi_dims_mapping mapping =
+        param.annotated ? param.annotation.multi_dims_mapping() : multi_dims_mapping(param.shape.size(), mesh_dims{});
+    const auto shard = [&](size_t d) {
+      std::int64_t s = param.shape[d];
+      for (auto k : mapping[d]) s /= p_.mesh_.dim_size(k);
+      return s;
+    };
+    size_t d = param.shape.size();
+    for (size_t k = 0; k < param.shape.size() && d == param.shape.size(); ++k)
+      if (mapping[k].empty() && param.shape[k] % n == 0) d = k;
+    for (size_t k = 0; k < param.shape.size() && d == param.shape.size(); ++k)
+      if (shard(k) % n == 0) d = k;
+    for (size_t k = 0; k < param.shape.size() && d == param.shape.size(); ++k)
+      if (shard(k) >= n) d = k;
+    if (d == param.shape.size()) return state;
+    mapping[d].push_back(m);
+    state.annotated = true;
+    state.annotation = tensor_dist_attr(p_.mesh_, mapping);
+    return state;
+  }
+
+  /// A tensor like `like`, annotated with `layout`, written by an `assign` of `from` in the
+  /// optimizer phase: a reshard the plan spells out.
+  constexpr std::uint16_t assign(std::uint16_t from, tensor_info like, const tensor_info& layout) {
+    like.annotated = layout.annotated;
+    like.annotation = layout.annotation;
+    like.trainable = false;
+    like.producer = -1;
+    like.layout_of = -1;
+    const auto to = add(like);
+    operator_info a{"assign", like.name, {}, {}, rules::elementwise_attributes{}, &forward_thunk<rules::elementwise>,
+                    &backward_thunk<rules::elementwise>, phase::optimizer};
+    a.inputs.push_back(from);
+    a.outputs.push_back(to);
+    emit(a);
+    return to;
+  }
+
+  /// The optimizer step of parameter t: adamw on the parameter (or, where its states co-shard a
+  /// dim the parameter shards, on its shard: adamw's vote would replicate a dim its operands shard
+  /// differently, so the gradient is reduce-scattered and the parameter sliced by `assign`s, and
+  /// the updated shard gathered back by a third).
   constexpr void update(size_t t) {
     const auto g = gradient(t);
     if (g == none) return;  // the loss does not reach it
     const tensor_info param = p_.tensors_[t];
-    tensor_info state{param.name, param.shape, options_.state_element_bytes, false, {}, -1, false,
-                      tensor_role::optimizer_state, static_cast<std::int64_t>(t)};
-    if (const auto m = options_.shard_optimizer_states_on; m >= 0) {
-      if (m >= p_.mesh_.ndim())
-        raise(make_error(error_kind::invalid_argument, "training_step",
-                         "shard_optimizer_states_on is mesh dim {}, but the mesh has {} dims", m, p_.mesh_.ndim()));
-      const std::int64_t n = p_.mesh_.dim_size(m);
-      multi_dims_mapping mapping =
-          param.annotated ? param.annotation.multi_dims_mapping() : multi_dims_mapping(param.shape.size(), mesh_dims{});
-      for (size_t d = 0; d < param.shape.size(); ++d) {
-        const bool free = mapping[d].empty() && !(param.annotated && param.annotation.shards(m));
-        if (free && param.shape[d] > 0 && param.shape[d] % n == 0) {
-          mapping[d] = mesh_dims{m};
-          state.annotated = true;
-          state.annotation = tensor_dist_attr(p_.mesh_, mapping);
-          break;
-        }
-      }
-    }
+    tensor_info state = state_of(t);
+    const bool co_shard = state.annotated && state.annotation.is_co_sharded() &&
+                          !(param.annotated && param.annotation.is_co_sharded());
+    const std::uint16_t param_in = co_shard ? assign(static_cast<std::uint16_t>(t), param, state) : static_cast<std::uint16_t>(t);
+    const std::uint16_t grad_in = co_shard ? assign(g, p_.tensors_[g], state) : g;
     const auto moment1 = add(state), moment2 = add(state);
+    tensor_info master = state;
+    master.role_of = static_cast<std::int64_t>(t);
+    const auto master_in = options_.master_weights ? add(master) : s_.absent;
     state.annotated = false;
     operator_info u{"adamw", param.name, {}, {}, rules::adamw_attributes{}, &forward_thunk<rules::adamw>,
                     &backward_thunk<rules::adamw>, phase::optimizer};
-    for (auto x : {static_cast<std::uint16_t>(t), g, s_.learning_rate, moment1, moment2, s_.absent, s_.beta1_pow, s_.beta2_pow})
+    for (auto x : {param_in, grad_in, s_.learning_rate, moment1, moment2, s_.absent, s_.beta1_pow, s_.beta2_pow})
       u.inputs.push_back(x);
+    if (options_.master_weights) u.inputs.push_back(master_in);
     tensor_info updated = param;
     updated.annotated = false;
     updated.trainable = false;
     updated.producer = -1;
-    updated.layout_of = static_cast<std::int64_t>(t);
-    u.outputs.push_back(add(updated));
+    updated.layout_of = co_shard ? -1 : static_cast<std::int64_t>(t);
+    const auto updated_out = add(updated);
+    u.outputs.push_back(updated_out);
     u.outputs.push_back(add(state));
     u.outputs.push_back(add(state));
     u.outputs.push_back(add_absent());
     u.outputs.push_back(add({"beta1_pow", {1}, 4, false, {}, -1}));
     u.outputs.push_back(add({"beta2_pow", {1}, 4, false, {}, -1}));
-    u.outputs.push_back(add_absent());
+    u.outputs.push_back(options_.master_weights ? add(state) : add_absent());
     emit(u);
+    if (co_shard) {  // the updated shard, gathered to the parameter's layout
+      updated.layout_of = static_cast<std::int64_t>(t);
+      const auto whole = add(updated);
+      operator_info a{"assign", param.name, {}, {}, rules::elementwise_attributes{}, &forward_thunk<rules::elementwise>,
+                      &backward_thunk<rules::elementwise>, phase::optimizer};
+      a.inputs.push_back(updated_out);
+      a.outputs.push_back(whole);
+      emit(a);
+    }
   }
 
   const plan<T, O>& f_;

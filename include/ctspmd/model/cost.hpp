@@ -1,0 +1,652 @@
+#ifndef CTSPMD_MODEL_COST_HPP
+#define CTSPMD_MODEL_COST_HPP
+/// \file What a training step costs each device: memory, FLOPs and time.
+///
+///     constexpr auto step = make_step();                      // model::training_step(...)
+///     constexpr auto r = model::verified<make_step>();
+///     constexpr auto c = model::cost(step, r, model::h100_cluster(step.mesh()));
+///     static_assert(c.memory().peak <= 80 * model::GiB);
+///
+/// Every figure is per device, from the layouts propagation gave (a tensor's local part: each
+/// dim's size divided by the product of the mesh dims that shard it, rounded up, so that uneven
+/// shards count the largest device's). A repeated block's figures count all its runs.
+///
+/// **Memory** (`memory()`), by category:
+/// - parameters: the plan's trainable tensors as laid out (ZeRO-3: as their optimizer states,
+///   sharded over the data-parallel mesh dim), in the plan's element size;
+/// - gradients: one buffer per parameter, in `training_options::gradient_element_bytes` (ZeRO-2
+///   and 3: sharded as the optimizer states);
+/// - optimizer states: the moments and master weights the step's `adamw`s read, as laid out;
+/// - activations: the forward tensors a grad operator reads, kept from forward for backward (an
+///   operand a grad rule reads only for its shape, such as `add_grad`'s x and y, is not among
+///   its recipe's inputs and is not kept). A grad operator reads an input as the forward
+///   operator read it; where that is the input's own layout, they are one buffer, as is an
+///   `assign` that moves nothing and its input. A repeated block keeps one set per run.
+/// - peak: the persistent categories plus the largest sum of live tensors over the step in
+///   program order (a tensor lives from the operator that writes it, or its first reader for a
+///   plan input, to its last reader), with the operator and phase where it falls. A block's
+///   operators are taken at their worst run: in forward its last (every earlier run's kept
+///   activations live), in backward its first. The optimizer updates in place: its phase holds
+///   the persistent categories only. Parameters' gradients are accumulated into their buffers
+///   (not transients); flash_attention's softmax output takes no memory unless returned.
+///
+/// `training_options` choose what is kept:
+/// - `recompute::selective`: the outputs of the plan's `recomputable` operators are not kept;
+///   they live again in backward from their first reader there, and those operators' FLOPs and
+///   forward collectives count again (backward phase).
+/// - `recompute::full`: of a repeated forward block, only each run's input is kept; a run's
+///   tensors live again in its backward run (from its start), and its forward operators' FLOPs
+///   and collectives count again.
+/// - Under sequence parallelism (an `assign` that all-gathers a forward input, Megatron's `f`),
+///   a grad operator's read of the gathered tensor is counted as a read of the shard (kept
+///   instead), gathered again in backward: the all-gather counts again, backward (not under
+///   full recomputation, which gathers it again anyway). `keep_gathered_inputs` keeps the
+///   gathered tensor instead.
+///
+/// **Collectives** (`collectives(phase, kind)`): the propagation's reshards, plus what the step
+/// sends beyond them: the recomputed forward's (above); vocabulary-parallel cross entropy's
+/// (`c_softmax_with_cross_entropy`: three all-reduces of a float per token over the mesh dims
+/// that shard the vocabulary, the max, the target logit and the sum, in forward); and ZeRO-3's:
+/// each parameter all-gathered from its shard before its forward use and again for backward,
+/// and no all-gather of the updated parameter after the optimizer step (its gradient's
+/// reduce-scatter stays). Local slices and local partials send nothing and take no time.
+///
+/// **FLOPs** (`flops(phase)`), per device from local shapes: a matmul or bmm 2·(output
+/// elements)·(contracted length); flash_attention 4·(query elements)·(key length), halved when
+/// causal; their grads twice their forward (the convention of model FLOPs); data movement
+/// (reshape, transpose, assign, slice, concat, gathers, embeddings, ...) none; any other operator
+/// one per output element. `model_flops()` is forward + backward; `hardware_flops()` adds the
+/// recomputed forward and the optimizer.
+///
+/// **Time** (`compute_seconds()`, `communication_seconds()`, `step_seconds()`,
+/// `overlapped_step_seconds()`, `mfu()`): a `cluster` gives per mesh dim the links' bandwidth
+/// (bytes a device sends a second) and latency, and the device's peak FLOP/s; a collective of
+/// B bytes (the ring bytes the report gives) on mesh dim m takes latency + B / (bandwidth x
+/// communication efficiency), compute takes hardware FLOPs / (peak x compute efficiency). The
+/// step takes compute + communication without overlap, the larger of the two with perfect
+/// overlap; MFU is model FLOPs / (step time x peak). `h100_cluster(mesh)` describes 8-GPU H100
+/// nodes: NVLink (450 GB/s, 5 us) for the mesh's last dims as long as their product fits in a
+/// node, InfiniBand (50 GB/s per GPU, 10 us) for the others, 989.4 dense bf16 TFLOP/s.
+///
+/// A size unknown until run time (-1) is an error: costs need every size.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/model/propagate.hpp>
+
+namespace ctspmd::model {
+
+inline constexpr std::int64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
+
+/// The links of one mesh dim: the bytes a device sends a second, and a collective's latency.
+struct link {
+  double bandwidth = 0;  ///< bytes per second per device, one direction
+  double latency = 0;    ///< seconds
+};
+
+/// The devices a step runs on: per mesh dim its links, and the device's peak FLOP/s.
+struct cluster {
+  std::array<link, max_mesh_ndim> links{};
+  double peak_flops = 0;
+  double compute_efficiency = 1;        ///< the fraction of peak a device's compute reaches
+  double communication_efficiency = 1;  ///< the fraction of bandwidth collectives reach
+};
+
+inline constexpr link nvlink_h100{450e9, 5e-6}, infiniband_h100{50e9, 10e-6};
+inline constexpr double h100_bf16_flops = 989.4e12;
+
+/// 8-GPU H100 nodes (see the file comment): the mesh's last dims, while their product is at most
+/// 8, are inside a node.
+constexpr cluster h100_cluster(const process_mesh& mesh) {
+  cluster c;
+  c.peak_flops = h100_bf16_flops;
+  std::int64_t in_node = 1;
+  for (std::int64_t m = mesh.ndim(); m-- > 0;) {
+    in_node *= mesh.dim_size(m);
+    c.links[static_cast<std::size_t>(m)] = in_node <= 8 ? nvlink_h100 : infiniband_h100;
+  }
+  return c;
+}
+
+/// What a device holds (see the file comment), in bytes.
+struct memory_report {
+  std::int64_t parameters = 0, gradients = 0, optimizer_states = 0;
+  std::int64_t activations = 0;  ///< kept from forward for backward, all blocks' runs
+  std::int64_t peak = 0;         ///< persistent + the largest live transients
+  std::size_t peak_op = 0;       ///< the operator where the peak falls
+  model::phase peak_phase = model::phase::forward;
+  constexpr std::int64_t persistent() const noexcept { return parameters + gradients + optimizer_states; }
+};
+
+/// A tensor kept from forward for backward: `bytes` per copy, `copies` (one per run of its block).
+struct kept_tensor {
+  std::size_t tensor = 0;
+  std::int64_t bytes = 0;
+  std::size_t copies = 1;
+  std::int64_t block = -1;  ///< the forward block writing it, or -1
+};
+
+/// Collectives of one kind on one mesh dim: how many, the bytes a device sends, and their time.
+struct collective_total {
+  std::size_t count = 0;
+  std::int64_t bytes = 0;
+  double seconds = 0;
+};
+
+namespace detail {
+template <std::size_t T, std::size_t O, std::size_t R>
+class coster;
+}  // namespace detail
+
+/// The cost of a training step on a cluster (see the file comment): `cost(step, propagation, cluster)`.
+template <std::size_t MaxTensors>
+class step_cost {
+ public:
+  constexpr const memory_report& memory() const noexcept { return memory_; }
+
+  /// The tensors kept for backward (`activations` is their sum, `bytes * copies` each).
+  constexpr std::size_t kept_count() const noexcept { return kept_count_; }
+  constexpr const kept_tensor& kept_at(std::size_t i) const {
+    if (i >= kept_count_)
+      raise(make_error(error_kind::invalid_argument, "step_cost", "kept tensor {} is out of range ({})", i, kept_count_));
+    return kept_[i];
+  }
+  /// The bytes forward block `b` keeps, all runs.
+  constexpr std::int64_t kept_in_block(std::size_t b) const noexcept {
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < kept_count_; ++i)
+      if (kept_[i].block == static_cast<std::int64_t>(b)) n += kept_[i].bytes * static_cast<std::int64_t>(kept_[i].copies);
+    return n;
+  }
+
+  /// FLOPs a device computes in phase `ph` (backward: with the recomputed forward, see
+  /// `recompute_flops`, excluded).
+  constexpr std::int64_t flops(phase ph) const noexcept { return flops_[static_cast<std::size_t>(ph)]; }
+  constexpr std::int64_t recompute_flops() const noexcept { return recompute_flops_; }
+  constexpr std::int64_t model_flops() const noexcept { return flops(phase::forward) + flops(phase::backward); }
+  constexpr std::int64_t hardware_flops() const noexcept {
+    return model_flops() + recompute_flops_ + flops(phase::optimizer);
+  }
+
+  /// The collectives of phase `ph` and `kind` (on mesh dim `m`, or all).
+  constexpr collective_total collectives(phase ph, collective kind, std::int64_t m) const {
+    if (m < 0 || m >= static_cast<std::int64_t>(max_mesh_ndim))
+      raise(make_error(error_kind::invalid_argument, "step_cost", "mesh dim {} is out of range", m));
+    return table_[static_cast<std::size_t>(ph)][static_cast<std::size_t>(kind)][static_cast<std::size_t>(m)];
+  }
+  constexpr collective_total collectives(phase ph, collective kind) const noexcept {
+    collective_total t;
+    for (const auto& e : table_[static_cast<std::size_t>(ph)][static_cast<std::size_t>(kind)]) {
+      t.count += e.count;
+      t.bytes += e.bytes;
+      t.seconds += e.seconds;
+    }
+    return t;
+  }
+  /// The collectives' time in phase `ph`, or in the whole step.
+  constexpr double communication_seconds(phase ph) const noexcept {
+    double s = 0;
+    for (std::size_t k = 0; k < collective_count; ++k) s += collectives(ph, static_cast<collective>(k)).seconds;
+    return s;
+  }
+  constexpr double communication_seconds() const noexcept {
+    return communication_seconds(phase::forward) + communication_seconds(phase::backward) +
+           communication_seconds(phase::optimizer);
+  }
+  constexpr double compute_seconds() const noexcept { return compute_seconds_; }
+  /// The step's time without overlap, and with compute and communication overlapped perfectly.
+  constexpr double step_seconds() const noexcept { return compute_seconds_ + communication_seconds(); }
+  constexpr double overlapped_step_seconds() const noexcept {
+    const double c = communication_seconds();
+    return compute_seconds_ > c ? compute_seconds_ : c;
+  }
+  /// Model FLOPs utilisation: model FLOPs / (time x peak FLOP/s), without and with overlap.
+  constexpr double mfu() const noexcept { return utilisation(step_seconds()); }
+  constexpr double overlapped_mfu() const noexcept { return utilisation(overlapped_step_seconds()); }
+
+ private:
+  template <std::size_t T, std::size_t O, std::size_t R>
+  friend class detail::coster;
+
+  constexpr double utilisation(double seconds) const noexcept {
+    return seconds > 0 ? static_cast<double>(model_flops()) / (seconds * peak_flops_) : 0;
+  }
+
+  memory_report memory_{};
+  std::array<kept_tensor, MaxTensors> kept_{};
+  std::size_t kept_count_ = 0;
+  std::array<std::int64_t, phase_count> flops_{};
+  std::int64_t recompute_flops_ = 0;
+  collective_total table_[phase_count][collective_count][max_mesh_ndim] = {};
+  double compute_seconds_ = 0, peak_flops_ = 0;
+};
+
+namespace detail {
+
+/// Computes a step_cost (see the file comment).
+template <std::size_t T, std::size_t O, std::size_t R>
+class coster {
+ public:
+  constexpr coster(const plan<T, O>& p, const propagation<T, R>& r, const cluster& c, step_cost<T>& out)
+      : p_(p), r_(r), c_(c), out_(out), options_(p.training()) {}
+
+  constexpr void run() {
+    if (!r_.ok())
+      raise(make_error(error_kind::precondition_not_met, "cost", "the plan's propagation failed at operator {}",
+                       r_.failed_operator()));
+    map_blocks();
+    measure_tensors();
+    persistent();
+    find_aliases();
+    find_readers();
+    lifetimes();
+    peak();
+    collectives();
+    count_flops();
+    times();
+  }
+
+ private:
+  using size_t = std::size_t;
+  static constexpr std::int32_t none = -1;
+  enum flag : std::uint8_t { excluded = 1, read_in_mirror = 2, gathered_again = 4 };
+
+  // ---- where each operator runs, and how often ----
+  constexpr void map_blocks() {
+    for (size_t i = 0; i < p_.op_count(); ++i) block_of_[i] = -1;
+    for (size_t b = 0; b < max_blocks; ++b) mirror_[b] = -1;
+    for (size_t b = 0; b < p_.block_count(); ++b) {
+      const auto& k = p_.block_at(b);
+      for (size_t i = k.first_op; i < k.end_op; ++i) block_of_[i] = static_cast<std::int8_t>(b);
+      if (k.mirror_of >= 0) mirror_[static_cast<size_t>(k.mirror_of)] = static_cast<std::int8_t>(b);
+    }
+  }
+  constexpr std::int64_t runs(size_t op) const {
+    return block_of_[op] < 0 ? 1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block_of_[op])).count);
+  }
+  /// The forward block operator `op` is in, or -1 (a backward block's operators: -1).
+  constexpr std::int64_t forward_block(size_t op) const {
+    if (block_of_[op] < 0 || p_.block_at(static_cast<size_t>(block_of_[op])).mirror_of >= 0) return -1;
+    return block_of_[op];
+  }
+
+  // ---- sizes ----
+  constexpr std::int64_t local_size(const tensor_dist_attr& a, const tensor_shape& shape, size_t d) const {
+    std::int64_t n = 1;
+    for (auto m : a.mesh_dims_of(d)) n *= a.process_mesh().dim_size(m);
+    return (shape[d] + n - 1) / n;
+  }
+  /// Elements of tensor t's largest local part under layout `a`.
+  constexpr std::int64_t local_elements(size_t t, const tensor_dist_attr& a) const {
+    const auto& info = p_.tensor_at(t);
+    std::int64_t n = 1;
+    for (size_t d = 0; d < info.shape.size(); ++d) {
+      if (info.shape[d] < 0)
+        raise(make_error(error_kind::invalid_argument, "cost",
+                         "tensor {} has a size unknown until run time at dim {}: costs need every size", t, d));
+      n *= local_size(a, info.shape, d);
+    }
+    return n;
+  }
+  constexpr std::int64_t local_elements(size_t t) const { return local_elements(t, r_.attr({t})); }
+  constexpr void measure_tensors() {
+    for (size_t t = 0; t < p_.tensor_count(); ++t) {
+      const auto& info = p_.tensor_at(t);
+      canon_[t] = static_cast<std::uint16_t>(t);
+      start_[t] = last_fwd_[t] = first_bwd_[t] = last_bwd_[t] = none;
+      const bool param_gradient = info.role == tensor_role::gradient && info.role_of >= 0 &&
+                                  p_.tensor_at(static_cast<size_t>(info.role_of)).trainable;
+      const bool persistent = info.trainable || param_gradient || info.role == tensor_role::optimizer_state;
+      flags_[t] = persistent || info.role == tensor_role::first_run_layout ? excluded : 0;
+      bytes_[t] = info.shape.empty() || info.role == tensor_role::first_run_layout
+                      ? 0
+                      : local_elements(t) * info.element_bytes;
+    }
+    for (size_t i = 0; i < p_.op_count(); ++i) {  // an unreturned softmax takes no memory
+      const auto& op = p_.op_at(i);
+      if (op.rule == "flash_attention" && op.outputs.size() > 1 &&
+          !op.attributes.template get<rules::flash_attention_attributes>().return_softmax)
+        bytes_[op.outputs[1]] = 0;
+    }
+  }
+
+  // ---- persistent memory: parameters, their gradients, optimizer states ----
+  constexpr void persistent() {
+    auto& m = out_.memory_;
+    const std::int64_t stage = options_.stage();
+    for (size_t t = 0; t < p_.tensor_count(); ++t) state_[t] = 0xffff;
+    for (size_t i = 0; i < p_.op_count(); ++i) {
+      const auto& op = p_.op_at(i);
+      if (op.phase != phase::optimizer || op.rule != "adamw") continue;
+      const auto moment = op.inputs[3];
+      const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
+      state_[param] = moment;
+      const std::int64_t times = runs(i);
+      const std::int64_t shard = local_elements(moment);  // elements of the state's layout
+      const std::int64_t whole = local_elements(param);
+      m.gradients += times * (stage >= 2 ? shard : whole) * p_.tensor_at(op.inputs[1]).element_bytes;
+      std::int64_t states = bytes_[op.inputs[3]] + bytes_[op.inputs[4]];
+      if (op.inputs.size() > 8) states += bytes_[op.inputs[8]];
+      m.optimizer_states += times * states;
+    }
+    for (size_t t = 0; t < p_.tensor_count(); ++t) {
+      const auto& info = p_.tensor_at(t);
+      if (!info.trainable) continue;
+      const std::int64_t elements =
+          stage == 3 && state_[t] != 0xffff ? local_elements(t, r_.attr({state_[t]})) : local_elements(t);
+      m.parameters += declared_runs(t) * elements * info.element_bytes;
+    }
+  }
+  /// Runs of the block whose body declares tensor t (1 outside blocks).
+  constexpr std::int64_t declared_runs(size_t t) const {
+    for (size_t b = 0; b < p_.block_count(); ++b) {
+      const auto& k = p_.block_at(b);
+      if (k.mirror_of < 0 && t > k.input.index && t < k.end_tensor) return static_cast<std::int64_t>(k.count);
+    }
+    return 1;
+  }
+
+  // ---- one buffer, several tensors ----
+  constexpr bool moves_data(size_t op) const {
+    for (size_t e = 0; e < r_.reshard_entries(); ++e) {
+      const auto& s = r_.reshard_at(e);
+      if (s.op == op && s.kind == collective::all_gather) return true;
+    }
+    return false;
+  }
+  constexpr void find_aliases() {
+    for (size_t i = 0; i < p_.op_count(); ++i) {
+      const auto& op = p_.op_at(i);
+      if (op.phase != phase::forward) continue;
+      for (size_t k = 0; k < op.saved.size(); ++k) {
+        const auto s = op.saved[k];
+        if (s != 0xffff && r_.attr({s}) == r_.attr({op.inputs[k]})) canon_[s] = canon_[op.inputs[k]];
+      }
+      if (op.rule != "assign" || op.inputs.size() != 1 || op.outputs.size() != 1) continue;
+      const auto in = op.inputs[0], out = op.outputs[0];
+      if ((flags_[in] & excluded) != 0 || (flags_[out] & excluded) != 0) continue;
+      if (r_.attr({out}) == r_.attr({in}))
+        canon_[out] = canon_[in];
+      else if (!options_.keep_gathered_inputs && !(options_.recompute == recompute::full && forward_block(i) >= 0) &&
+               moves_data(i))
+        flags_[out] |= gathered_again;
+    }
+  }
+  /// True if operator i's forward runs again in backward.
+  constexpr bool recomputed(size_t i) const {
+    const auto& op = p_.op_at(i);
+    if (op.phase != phase::forward) return false;
+    if (options_.recompute == recompute::full && forward_block(i) >= 0) return true;
+    if (options_.recompute == recompute::selective && op.recomputable) return true;
+    return op.outputs.size() == 1 && (flags_[op.outputs[0]] & gathered_again) != 0;  // a gather, again
+  }
+
+  // ---- lifetimes ----
+  constexpr void read(size_t c, size_t i, bool backward) {
+    const auto at = static_cast<std::int32_t>(i);
+    // Not yet written: a copy kept as read (after a reshard) lives from its forward operator, a plan
+    // input from its first reader.
+    if (start_[c] == none) start_[c] = p_.tensor_at(c).producer >= 0 ? static_cast<std::int32_t>(p_.tensor_at(c).producer) : at;
+    if (!backward) {
+      if (at > last_fwd_[c]) last_fwd_[c] = at;
+      return;
+    }
+    if (first_bwd_[c] == none) first_bwd_[c] = at;
+    if (at > last_bwd_[c]) last_bwd_[c] = at;
+    const auto fb = forward_block(static_cast<size_t>(start_[c]));
+    if (fb >= 0 && block_of_[i] >= 0 && block_of_[i] == mirror_[static_cast<size_t>(fb)]) flags_[c] |= read_in_mirror;
+  }
+  constexpr void find_readers() {
+    for (size_t b = 0; b < p_.block_count(); ++b) {  // a block's input lives from its first operator
+      const auto& k = p_.block_at(b);
+      start_[canon_[k.input.index]] = static_cast<std::int32_t>(k.first_op);
+    }
+    const bool stage3 = options_.stage() == 3;
+    for (size_t i = 0; i < p_.op_count(); ++i) {
+      const auto& op = p_.op_at(i);
+      if (op.phase == phase::optimizer) continue;
+      const bool backward = op.phase == phase::backward;
+      for (auto t : op.outputs)
+        if (start_[canon_[t]] == none) start_[canon_[t]] = static_cast<std::int32_t>(i);
+      for (size_t k = 0; k < op.inputs.size(); ++k) {
+        const auto t = op.inputs[k];
+        if (stage3 && p_.tensor_at(t).trainable) {  // ZeRO-3: the gathered parameter, while in use
+          delta_[i] += bytes_[t];
+          delta_[i + 1] -= bytes_[t];
+        }
+        const auto c = canon_[t];
+        if ((flags_[c] & excluded) != 0 || bytes_[c] == 0 || (k < 32 && ((op.shape_only >> k) & 1) != 0)) continue;
+        read(c, i, backward);
+        if (backward && (flags_[c] & gathered_again) != 0) {  // the shard is what was kept
+          const auto producer = static_cast<size_t>(p_.tensor_at(c).producer);
+          read(canon_[p_.op_at(producer).inputs[0]], i, true);
+        }
+      }
+    }
+  }
+  constexpr void live(std::int32_t from, std::int32_t to, std::int64_t bytes) {
+    delta_[static_cast<size_t>(from)] += bytes;
+    delta_[static_cast<size_t>(to) + 1] -= bytes;
+  }
+  constexpr void lifetimes() {
+    auto& m = out_.memory_;
+    for (size_t c = 0; c < p_.tensor_count(); ++c) {
+      if (canon_[c] != c || (flags_[c] & excluded) != 0 || bytes_[c] == 0 || start_[c] == none) continue;
+      const std::int64_t w = bytes_[c];
+      const auto start = start_[c];
+      const std::int32_t end_fwd = last_fwd_[c] > start ? last_fwd_[c] : start;
+      const auto& info = p_.tensor_at(c);
+      const bool in_forward = p_.op_at(static_cast<size_t>(start)).phase == phase::forward;
+      if (!in_forward || last_bwd_[c] == none) {
+        live(start, last_bwd_[c] > end_fwd ? last_bwd_[c] : end_fwd, w);
+        continue;
+      }
+      const auto fb = forward_block(static_cast<size_t>(start));
+      const bool block_input = fb >= 0 && canon_[p_.block_at(static_cast<size_t>(fb)).input.index] == c;
+      const bool again = (flags_[c] & gathered_again) != 0 ||
+                         (info.producer >= 0 && recomputed(static_cast<size_t>(info.producer)) && !block_input);
+      if (again) {  // made again in backward: live from its first reader there (a full run's start)
+        live(start, end_fwd, w);
+        std::int32_t from = first_bwd_[c];
+        if (options_.recompute == recompute::full && (flags_[c] & read_in_mirror) != 0)
+          from = static_cast<std::int32_t>(p_.block_at(static_cast<size_t>(mirror_[static_cast<size_t>(fb)])).first_op);
+        live(from, last_bwd_[c], w);
+        continue;
+      }
+      // Kept: the current copy until its last backward reader; a block's other runs' copies over
+      // the block's forward and backward passes.
+      std::size_t copies = 1;
+      live(start, last_bwd_[c], w);
+      if (fb >= 0 && (flags_[c] & read_in_mirror) != 0) {
+        const auto& f = p_.block_at(static_cast<size_t>(fb));
+        copies = f.count;
+        const auto& b = p_.block_at(static_cast<size_t>(mirror_[static_cast<size_t>(fb)]));
+        if (copies > 1)
+          live(static_cast<std::int32_t>(f.first_op), static_cast<std::int32_t>(b.end_op) - 1,
+               static_cast<std::int64_t>(copies - 1) * w);
+      }
+      m.activations += static_cast<std::int64_t>(copies) * w;
+      out_.kept_[out_.kept_count_++] = {c, w, copies, fb};
+    }
+  }
+  constexpr void peak() {
+    auto& m = out_.memory_;
+    std::int64_t now = 0, top = -1;
+    for (size_t i = 0; i < p_.op_count(); ++i) {
+      now += delta_[i];
+      if (now > top) {
+        top = now;
+        m.peak_op = i;
+      }
+    }
+    m.peak_phase = p_.op_count() > 0 ? p_.op_at(m.peak_op).phase : phase::forward;
+    m.peak = m.persistent() + (top > 0 ? top : 0);
+  }
+
+  // ---- collectives ----
+  static constexpr bool sends(collective k) noexcept {
+    return k != collective::local_slice && k != collective::local_partial;
+  }
+  constexpr void add(phase ph, collective k, std::int64_t m, std::int64_t times, std::int64_t bytes) {
+    auto& e = out_.table_[static_cast<size_t>(ph)][static_cast<size_t>(k)][static_cast<size_t>(m)];
+    e.count += static_cast<size_t>(times);
+    e.bytes += times * bytes;
+  }
+  constexpr void collectives() {
+    const bool stage3 = options_.stage() == 3;
+    for (size_t e = 0; e < r_.reshard_entries(); ++e) {
+      const auto& s = r_.reshard_at(e);
+      if (s.bytes < 0)
+        raise(make_error(error_kind::invalid_argument, "cost",
+                         "operator {} reshards tensor {}, whose size is unknown until run time", s.op, s.tensor));
+      const auto times = static_cast<std::int64_t>(s.times);
+      // ZeRO-3 keeps the updated parameter sharded: no gather after the update.
+      if (stage3 && s.phase == phase::optimizer && s.kind == collective::all_gather) continue;
+      add(s.phase, s.kind, s.mesh_dim, times, s.bytes);
+      if (sends(s.kind) && recomputed(s.op)) add(phase::backward, s.kind, s.mesh_dim, times, s.bytes);
+    }
+    for (size_t i = 0; i < p_.op_count(); ++i) {
+      const auto& op = p_.op_at(i);
+      if (op.phase == phase::forward && op.rule == "c_softmax_with_cross_entropy" && op.outputs.size() == 2) {
+        // max, target logit and sum over the vocabulary: a float per token
+        const auto logits = op.inputs[0];
+        const auto& a = r_.attr({logits});
+        const std::int64_t tokens = local_elements(op.outputs[1]) * 4;
+        for (auto m : a.mesh_dims_of(p_.tensor_at(logits).shape.size() - 1)) {
+          const std::int64_t n = a.process_mesh().dim_size(m);
+          add(phase::forward, collective::all_reduce, m, 3 * runs(i), 2 * (n - 1) * tokens / n);
+        }
+      }
+      if (stage3 && op.phase == phase::optimizer && op.rule == "adamw") {
+        // the parameter gathered from its shard before forward and again for backward
+        const auto moment = op.inputs[3];
+        const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
+        const auto dp = options_.shard_optimizer_states_on;
+        if (!r_.attr({moment}).shards(dp)) continue;
+        const std::int64_t n = p_.mesh().dim_size(dp);
+        const std::int64_t bytes = (n - 1) * local_elements(param, r_.attr({moment})) * p_.tensor_at(param).element_bytes;
+        add(phase::forward, collective::all_gather, dp, runs(i), bytes);
+        add(phase::backward, collective::all_gather, dp, runs(i), bytes);
+      }
+    }
+  }
+
+  // ---- FLOPs ----
+  static constexpr bool moves_only(std::string_view rule) {
+    constexpr std::string_view names[] = {
+        "assign", "reshape", "reshape2", "reshape_grad", "transpose", "transpose2", "transpose_grad", "flatten",
+        "flatten_grad", "squeeze", "squeeze_grad", "unsqueeze", "unsqueeze2", "unsqueeze_grad", "split",
+        "split_with_num", "concat", "concat_grad", "stack", "stack_grad", "unbind", "unbind_grad", "slice",
+        "slice_grad", "strided_slice", "strided_slice_grad", "pad", "pad_grad", "expand_as", "tile", "cast",
+        "gather", "gather_nd", "index_select", "embedding", "lookup_table_v2", "c_embedding", "one_hot", "full_like",
+        "numel", "shape"};
+    for (auto n : names)
+      if (n == rule) return true;
+    return false;
+  }
+  /// The local size of dim d (from the end if negative) of input k of operator `op`.
+  constexpr std::int64_t input_dim(const operator_info& op, size_t k, std::int64_t d) const {
+    const auto t = op.inputs[k];
+    const auto& shape = p_.tensor_at(t).shape;
+    const auto rank = static_cast<std::int64_t>(shape.size());
+    if (rank == 0) return 1;
+    const auto at = static_cast<size_t>(d < 0 ? (d + rank < 0 ? 0 : d + rank) : d);
+    return local_size(r_.attr({t}), shape, at);
+  }
+  constexpr std::int64_t op_flops(size_t i) const {
+    const auto& op = p_.op_at(i);
+    const std::string_view rule = op.rule;
+    if (rule == "matmul" || rule == "matmul_v2" || rule == "matmul_grad") {
+      const bool trans_x = op.attributes.template get<rules::matmul_attributes>().trans_x;
+      const auto k = input_dim(op, 0, p_.tensor_at(op.inputs[0]).shape.size() == 1 || !trans_x ? -1 : -2);
+      const std::int64_t f = 2 * local_elements(rule == "matmul_grad" ? op.inputs[2] : op.outputs[0]) * k;
+      return rule == "matmul_grad" ? 2 * f : f;
+    }
+    if (rule == "bmm" || rule == "bmm_grad") {
+      const std::int64_t f = 2 * local_elements(rule == "bmm_grad" ? op.inputs[2] : op.outputs[0]) * input_dim(op, 0, -1);
+      return rule == "bmm_grad" ? 2 * f : f;
+    }
+    if (rule == "flash_attention") {
+      const bool causal = op.attributes.template get<rules::flash_attention_attributes>().causal;
+      const std::int64_t f = 4 * local_elements(op.inputs[0]) * input_dim(op, 1, 1);
+      return causal ? f / 2 : f;
+    }
+    if (rule == "flash_attention_grad") {
+      const bool causal = op.attributes.template get<rules::flash_attention_grad_attributes>().causal;
+      const std::int64_t f = 8 * local_elements(op.inputs[0]) * input_dim(op, 1, 1);
+      return causal ? f / 2 : f;
+    }
+    if (moves_only(rule)) return 0;
+    std::int64_t n = 0;
+    for (auto t : op.outputs)
+      if (!p_.tensor_at(t).shape.empty()) n += local_elements(t);
+    return n;
+  }
+  constexpr void count_flops() {
+    for (size_t i = 0; i < p_.op_count(); ++i) {
+      const std::int64_t f = op_flops(i) * runs(i);
+      out_.flops_[static_cast<size_t>(p_.op_at(i).phase)] += f;
+      if (recomputed(i)) out_.recompute_flops_ += f;
+    }
+  }
+
+  // ---- time ----
+  constexpr void times() {
+    const auto bad = [](const char* message) { raise(make_error(error_kind::invalid_argument, "cluster", message)); };
+    if (!(c_.peak_flops > 0)) bad("a device's peak FLOP/s must be positive");
+    if (!(c_.compute_efficiency > 0 && c_.compute_efficiency <= 1) ||
+        !(c_.communication_efficiency > 0 && c_.communication_efficiency <= 1))
+      bad("efficiencies are fractions in (0, 1]");
+    out_.peak_flops_ = c_.peak_flops;
+    out_.compute_seconds_ = static_cast<double>(out_.hardware_flops()) / (c_.peak_flops * c_.compute_efficiency);
+    for (size_t ph = 0; ph < phase_count; ++ph)
+      for (size_t k = 0; k < collective_count; ++k)
+        for (size_t m = 0; m < max_mesh_ndim; ++m) {
+          auto& e = out_.table_[ph][k][m];
+          if (e.count == 0 || !sends(static_cast<collective>(k))) continue;
+          const link& l = c_.links[m];
+          if (!(l.bandwidth > 0) || l.latency < 0)
+            raise(make_error(error_kind::invalid_argument, "cluster",
+                             "mesh dim {} sends collectives, but its link has no bandwidth (or a negative latency)", m));
+          e.seconds = static_cast<double>(e.count) * l.latency +
+                      static_cast<double>(e.bytes) / (l.bandwidth * c_.communication_efficiency);
+        }
+  }
+
+  const plan<T, O>& p_;
+  const propagation<T, R>& r_;
+  const cluster& c_;
+  step_cost<T>& out_;
+  training_options options_;
+  std::array<std::int64_t, T> bytes_{};
+  std::array<std::uint16_t, T> canon_{}, state_{};
+  std::array<std::int32_t, T> start_{}, last_fwd_{}, first_bwd_{}, last_bwd_{};
+  std::array<std::uint8_t, T> flags_{};
+  std::array<std::int64_t, O + 1> delta_{};
+  std::array<std::int8_t, O> block_of_{};
+  std::array<std::int8_t, max_blocks> mirror_{};
+};
+
+}  // namespace detail
+
+/// The cost of training step `step` (a plan `training_step` built; a forward plan works too)
+/// whose propagation is `r`, on cluster `c` (see the file comment).
+template <std::size_t T, std::size_t O, std::size_t R>
+constexpr step_cost<T> cost(const plan<T, O>& step, const propagation<T, R>& r, const cluster& c) {
+  step_cost<T> out;
+  detail::coster<T, O, R>(step, r, c, out).run();
+  return out;
+}
+/// The same on 8-GPU H100 nodes (`h100_cluster`).
+template <std::size_t T, std::size_t O, std::size_t R>
+constexpr step_cost<T> cost(const plan<T, O>& step, const propagation<T, R>& r) {
+  return cost(step, r, h100_cluster(step.mesh()));
+}
+
+}  // namespace ctspmd::model
+
+#endif

@@ -1,0 +1,183 @@
+// What a training step costs: memory per device against the published formulas (Korthikanti et
+// al. 2022, ZeRO, Megatron's distributed optimizer), FLOPs, collectives and time.
+#include <ctspmd/model/cost.hpp>
+#include <ctspmd/model/propagate.hpp>
+#include <ctspmd/model/training.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using model::collective;
+using model::phase;
+using model::tensor_id;
+using ctspmd_test::constant_evaluates;
+
+// ==== Korthikanti et al. 2022, Table 2: activation memory of a GPT layer ========================
+// The layer written with the paper's operators (section 4.1): layer norm, the Q, K, V projections
+// (one input, kept once), Q K^T, softmax, dropout with 1-byte masks, the product with V, the output
+// projection, dropout, the residual, layer norm, fc1, GeLU, fc2, dropout, the residual; 16-bit
+// activations. Mesh [t]: Megatron's tensor parallelism, and with `SP` sequence parallelism (the
+// activations outside the two regions split along the sequence over t). Attention's core (Q K^T,
+// softmax, its dropout, the product with V) is the plan's `recomputable` region. The 22B model of
+// the paper's Table 3: s 2048, b 4, h 6144, a 64 heads, t 8, 48 layers.
+namespace gpt {
+inline constexpr std::int64_t s = 2048, b = 4, h = 6144, a = 64, d = h / a, layers = 48;
+inline constexpr std::int64_t sbh = s * b * h, as2b = a * s * s * b;
+constexpr auto bf16 = model::bfloat16;
+constexpr auto byte = model::element_size::of_bytes(1);
+using plan_type = model::plan<72, 40>;
+
+struct forward {
+  plan_type plan;
+  tensor_id loss{};
+};
+
+template <std::int64_t T, bool SP, std::size_t Layers = layers>
+constexpr forward make_forward() {
+  forward r{plan_type(process_mesh({T})), {}};
+  auto& p = r.plan;
+  const tensor_shape act{b, s, h};
+  const dims_mapping outside = SP ? dims_mapping{-1, 0, -1} : dims_mapping{-1, -1, -1}, inside{-1, -1, -1};
+  auto x0 = p.tensor("x0", act, outside, bf16);
+  auto out = p.repeat(Layers, x0, [&](plan_type& l, tensor_id x) {
+    // ---- attention ----
+    auto ln1_w = l.parameter("ln1.w", {h}, bf16), ln1_b = l.parameter("ln1.b", {h}, bf16);
+    auto ln1 = l.tensor("ln1", act, bf16), ln1_mean = l.tensor("ln1.mean", {b, s}), ln1_var = l.tensor("ln1.var", {b, s});
+    l.op<"layer_norm">({x, ln1_w, ln1_b}, {ln1, ln1_mean, ln1_var}, {.begin_norm_axis = 2}, "ln1");
+    auto in = l.tensor("attn.in", act, inside, bf16);
+    l.op<"assign">({ln1}, {in}, {}, "attn.f");
+    tensor_id heads[3] = {};
+    const std::string_view names[3] = {"q", "k", "v"};
+    for (std::size_t i = 0; i < 3; ++i) {
+      auto w = l.parameter(names[i], {h, h}, {-1, 0}, bf16);  // column parallel
+      auto y = l.tensor(names[i], act, bf16);
+      l.op<"matmul">({in, w}, {y}, {}, names[i]);
+      auto y4 = l.tensor(names[i], {b, s, a, d}, bf16);
+      l.op<"reshape">({y}, {y4}, {.shape = {b, s, a, d}});
+      // q and v as [b, a, s, d], k as K^T [b, a, d, s]
+      heads[i] = l.tensor(names[i], i == 1 ? tensor_shape{b, a, d, s} : tensor_shape{b, a, s, d}, bf16);
+      l.op<"transpose">({y4}, {heads[i]}, {.perm = i == 1 ? static_vector<std::int64_t, max_rank>{0, 2, 3, 1}
+                                                           : static_vector<std::int64_t, max_rank>{0, 2, 1, 3}});
+    }
+    auto ctx = l.tensor("ctx", {b, a, s, d}, bf16);
+    l.recomputable([&](plan_type& c) {
+      auto scores = c.tensor("scores", {b, a, s, s}, bf16);
+      c.op<"matmul">({heads[0], heads[1]}, {scores}, {}, "attn.qk");
+      auto probs = c.tensor("probs", {b, a, s, s}, bf16);
+      c.op<"softmax">({scores}, {probs}, {}, "attn.softmax");
+      auto dropped = c.tensor("probs.dropout", {b, a, s, s}, bf16), mask = c.tensor("probs.mask", {b, a, s, s}, byte);
+      c.op<"dropout">({probs}, {dropped, mask}, {.p = 0.1}, "attn.dropout");
+      c.op<"matmul">({dropped, heads[2]}, {ctx}, {}, "attn.v");
+    });
+    auto ctx_t = l.tensor("ctx", {b, s, a, d}, bf16);
+    l.op<"transpose">({ctx}, {ctx_t}, {.perm = {0, 2, 1, 3}});
+    auto ctx_flat = l.tensor("ctx", act, bf16);
+    l.op<"reshape">({ctx_t}, {ctx_flat}, {.shape = {b, s, h}});
+    auto wo = l.parameter("wo", {h, h}, {0, -1}, bf16);  // row parallel
+    auto o = l.tensor("attn.o", act, bf16);
+    l.op<"matmul">({ctx_flat, wo}, {o}, {}, "attn.proj");
+    auto attn = l.tensor("attn.out", act, outside, bf16);
+    l.op<"assign">({o}, {attn}, {}, "attn.g");
+    auto attn_d = l.tensor("attn.dropout", act, bf16), attn_mask = l.tensor("attn.mask", act, byte);
+    l.op<"dropout">({attn}, {attn_d, attn_mask}, {.p = 0.1}, "attn.dropout");
+    auto x1 = l.tensor("x1", act, bf16);
+    l.op<"add">({x, attn_d}, {x1}, {}, "attn.residual");
+    // ---- MLP ----
+    auto ln2_w = l.parameter("ln2.w", {h}, bf16), ln2_b = l.parameter("ln2.b", {h}, bf16);
+    auto ln2 = l.tensor("ln2", act, bf16), ln2_mean = l.tensor("ln2.mean", {b, s}), ln2_var = l.tensor("ln2.var", {b, s});
+    l.op<"layer_norm">({x1, ln2_w, ln2_b}, {ln2, ln2_mean, ln2_var}, {.begin_norm_axis = 2}, "ln2");
+    auto m = l.tensor("mlp.in", act, inside, bf16);
+    l.op<"assign">({ln2}, {m}, {}, "mlp.f");
+    auto w1 = l.parameter("fc1", {h, 4 * h}, {-1, 0}, bf16);
+    auto f1 = l.tensor("fc1", {b, s, 4 * h}, bf16);
+    l.op<"matmul">({m, w1}, {f1}, {}, "fc1");
+    auto g = l.tensor("gelu", {b, s, 4 * h}, bf16);
+    l.op<"gelu">({f1}, {g}, {}, "gelu");
+    auto w2 = l.parameter("fc2", {4 * h, h}, {0, -1}, bf16);
+    auto f2 = l.tensor("fc2", act, bf16);
+    l.op<"matmul">({g, w2}, {f2}, {}, "fc2");
+    auto mlp = l.tensor("mlp.out", act, outside, bf16);
+    l.op<"assign">({f2}, {mlp}, {}, "mlp.g");
+    auto mlp_d = l.tensor("mlp.dropout", act, bf16), mlp_mask = l.tensor("mlp.mask", act, byte);
+    l.op<"dropout">({mlp}, {mlp_d, mlp_mask}, {.p = 0.1}, "mlp.dropout");
+    auto x2 = l.tensor("x2", act, bf16);
+    l.op<"add">({x1, mlp_d}, {x2}, {}, "mlp.residual");
+    return x2;
+  });
+  r.loss = p.tensor("loss", {b, s});
+  p.op<"mean">({out}, {r.loss}, {.axis = {2}}, "loss");
+  return r;
+}
+
+template <std::int64_t T, bool SP, model::recompute Recompute = model::recompute::none>
+constexpr auto make_step() {
+  const auto f = make_forward<T, SP>();
+  return model::training_step(f.plan, f.loss, {.recompute = Recompute});
+}
+
+/// The bytes a layer keeps beyond the paper's count: the layer norms' mean and variance (fp32,
+/// [b, s], laid out as their input), which the paper leaves out. Checked tensor by tensor below.
+constexpr std::int64_t statistics(std::int64_t t, bool sp) { return 2 * 2 * 4 * b * s / (sp ? t : 1); }
+
+template <class Cost, class Step>
+constexpr std::int64_t kept_named(const Cost& c, const Step& step, std::string_view suffix) {
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < c.kept_count(); ++i) {
+    const auto name = step.tensor_at(c.kept_at(i).tensor).name;
+    if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix)
+      n += c.kept_at(i).bytes * static_cast<std::int64_t>(c.kept_at(i).copies);
+  }
+  return n;
+}
+}  // namespace gpt
+
+using gpt::as2b;
+using gpt::layers;
+using gpt::sbh;
+
+// -- no parallelism (t = 1): sbh (34 + 5as/h) a layer --
+constexpr auto none_step = gpt::make_step<1, false>();
+constexpr auto none_cost = model::cost(none_step, model::verified<gpt::make_step<1, false>>());
+static_assert(none_cost.kept_in_block(0) == layers * (34 * sbh + 5 * as2b + gpt::statistics(1, false)));
+// The difference from the paper, tensor by tensor: the four statistics of each layer.
+static_assert(gpt::kept_named(none_cost, none_step, ".mean") + gpt::kept_named(none_cost, none_step, ".var") ==
+              layers * gpt::statistics(1, false));
+// Only the layers keep anything (the loss, a mean, keeps nothing).
+static_assert(none_cost.memory().activations == none_cost.kept_in_block(0));
+
+// -- tensor parallelism (t = 8): sbh (10 + 24/t + 5as/(ht)) --
+constexpr auto tp_step = gpt::make_step<8, false>();
+constexpr auto tp_cost = model::cost(tp_step, model::verified<gpt::make_step<8, false>>());
+static_assert(tp_cost.kept_in_block(0) == layers * (10 * sbh + 24 * sbh / 8 + 5 * as2b / 8 + gpt::statistics(8, false)));
+// The 22B model: 59.25 GiB of activations (the paper's Table 2 formula, TP only), plus the statistics.
+static_assert(tp_cost.kept_in_block(0) - layers * gpt::statistics(8, false) == 59 * model::GiB + model::GiB / 4);
+
+// -- tensor and sequence parallelism: (sbh/t)(34 + 5as/h) --
+constexpr auto sp_step = gpt::make_step<8, true>();
+constexpr auto sp_cost = model::cost(sp_step, model::verified<gpt::make_step<8, true>>());
+static_assert(sp_cost.kept_in_block(0) == layers * ((34 * sbh + 5 * as2b) / 8 + gpt::statistics(8, true)));
+// The gathered inputs of the QKV projections and fc1 are kept as their shards and gathered again
+// in backward: two all-gathers a layer forward (f), two more backward besides g's two.
+static_assert(sp_cost.collectives(phase::forward, collective::all_gather).count == 2 * layers);
+static_assert(sp_cost.collectives(phase::backward, collective::all_gather).count == 2 * layers + 2 * layers);
+
+// -- selective recomputation (with sequence parallelism): 34 sbh / t --
+constexpr auto sel_cost = model::cost(gpt::make_step<8, true, model::recompute::selective>(),
+                                      model::verified<gpt::make_step<8, true, model::recompute::selective>>());
+static_assert(sel_cost.kept_in_block(0) == layers * (34 * sbh / 8 + gpt::statistics(8, true)));
+// The core runs again: its FLOPs, Q K^T and the product with V, count twice more per layer.
+static_assert(sel_cost.recompute_flops() > 0 && sel_cost.model_flops() == sp_cost.model_flops());
+
+// -- full recomputation: 2 sbh, each layer's input --
+constexpr auto full_cost = model::cost(gpt::make_step<8, false, model::recompute::full>(),
+                                       model::verified<gpt::make_step<8, false, model::recompute::full>>());
+static_assert(full_cost.kept_in_block(0) == layers * 2 * sbh);
+// The recomputed forward sends its all-reduces again: two a layer forward, two backward (f's) and
+// two recomputed.
+static_assert(tp_cost.collectives(phase::backward, collective::all_reduce).count == 2 * layers);
+static_assert(full_cost.collectives(phase::backward, collective::all_reduce).count == 4 * layers);
+// Every forward operator of the layers runs again: all forward FLOPs but the loss's (a mean: one
+// per output element, b s).
+static_assert(full_cost.recompute_flops() == full_cost.flops(phase::forward) - gpt::b * gpt::s);
+static_assert(full_cost.hardware_flops() ==
+              full_cost.model_flops() + full_cost.recompute_flops() + full_cost.flops(phase::optimizer));
