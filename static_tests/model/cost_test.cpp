@@ -181,3 +181,161 @@ static_assert(full_cost.collectives(phase::backward, collective::all_reduce).cou
 static_assert(full_cost.recompute_flops() == full_cost.flops(phase::forward) - gpt::b * gpt::s);
 static_assert(full_cost.hardware_flops() ==
               full_cost.model_flops() + full_cost.recompute_flops() + full_cost.flops(phase::optimizer));
+
+// ==== ZeRO (Rajbhandari et al. 2020), Table 1: 7.5B parameters over 64 data-parallel ranks =======
+// fp16 parameters and gradients, fp32 master weights and Adam moments (K = 12): 2Ψ + 2Ψ + 12Ψ
+// bytes a device, 4Ψ + 12Ψ/N with the states sharded (stage 1), 2Ψ + 14Ψ/N (stage 2), 16Ψ/N
+// (stage 3). Ψ = 7500 x 1,000,000 in one weight.
+namespace zero {
+inline constexpr std::int64_t psi = 7'500'000'000, rows = 7500, cols = 1'000'000;
+constexpr auto make_forward() {
+  model::plan<8, 4> p(process_mesh({64}));
+  auto x = p.tensor("x", {64, rows}, {0, -1}, model::float16);
+  auto w = p.parameter("w", {rows, cols}, model::float16);
+  auto y = p.tensor("y", {64, cols}, model::float16);
+  p.op<"matmul">({x, w}, {y}, {}, "layer");
+  return p;
+}
+template <std::int64_t Stage>
+constexpr auto make_step() {
+  return model::training_step(make_forward(), {2},
+                              {.shard_optimizer_states_on = Stage == 0 ? -1 : 0, .zero_stage = Stage, .master_weights = true});
+}
+template <std::int64_t Stage>
+constexpr auto persistent = model::cost(make_step<Stage>(), model::verified<make_step<Stage>>()).memory().persistent();
+}  // namespace zero
+static_assert(zero::persistent<0> == 16 * zero::psi);                       // 120 GB
+static_assert(zero::persistent<1> == 4 * zero::psi + 12 * zero::psi / 64);  // 31.4 GB
+static_assert(zero::persistent<2> == 2 * zero::psi + 14 * zero::psi / 64);  // 16.6 GB
+static_assert(zero::persistent<3> == 16 * zero::psi / 64);                  // 1.88 GB
+static_assert(zero::persistent<1> == 31'406'250'000 && zero::persistent<2> == 16'640'625'000 &&
+              zero::persistent<3> == 1'875'000'000);
+// Communication: stages 1 and 2 send what data parallelism does (a reduce-scatter and an
+// all-gather instead of an all-reduce, the same bytes); stage 3 gathers the parameter before
+// forward and again for backward, and no longer after the update: 3Ψ against 2Ψ.
+constexpr auto zero0 = model::cost(zero::make_step<0>(), model::verified<zero::make_step<0>>());
+constexpr auto zero2 = model::cost(zero::make_step<2>(), model::verified<zero::make_step<2>>());
+constexpr auto zero3 = model::cost(zero::make_step<3>(), model::verified<zero::make_step<3>>());
+constexpr std::int64_t sent(const auto& c) {
+  std::int64_t n = 0;
+  for (auto ph : {phase::forward, phase::backward, phase::optimizer})
+    for (auto k : {collective::all_reduce, collective::reduce_scatter, collective::all_gather, collective::all_to_all})
+      n += c.collectives(ph, k).bytes;
+  return n;
+}
+static_assert(zero0.collectives(phase::optimizer, collective::all_reduce).count == 1);
+static_assert(sent(zero2) == sent(zero0));
+static_assert(zero3.collectives(phase::forward, collective::all_gather).count == 1 &&
+              zero3.collectives(phase::backward, collective::all_gather).count == 1 &&
+              zero3.collectives(phase::optimizer, collective::all_gather).count == 0 &&
+              zero3.collectives(phase::optimizer, collective::reduce_scatter).count == 1);
+static_assert(2 * sent(zero3) == 3 * sent(zero0));
+
+// ==== Megatron's distributed optimizer: 18 bytes a parameter, 6 + 12/d sharded ===================
+// bf16 parameters, fp32 gradients (gradient_element_bytes = 4), fp32 master weights and moments;
+// with d = 8 data-parallel ranks sharding the optimizer states: 6 + 12/8 = 7.5 bytes a parameter.
+namespace megatron {
+constexpr auto make_forward() {
+  model::plan<8, 4> p(process_mesh({8}));
+  auto x = p.tensor("x", {8, 1024}, {0, -1}, model::bfloat16);
+  auto w = p.parameter("w", {1024, 4096}, model::bfloat16);
+  auto y = p.tensor("y", {8, 4096}, model::bfloat16);
+  p.op<"matmul">({x, w}, {y}, {}, "layer");
+  return p;
+}
+template <bool Sharded>
+constexpr auto make_step() {
+  return model::training_step(make_forward(), {2},
+                              {.shard_optimizer_states_on = Sharded ? 0 : -1, .gradient_element_bytes = 4,
+                               .master_weights = true});
+}
+inline constexpr std::int64_t params = 1024 * 4096;
+template <bool Sharded>
+constexpr auto persistent = model::cost(make_step<Sharded>(), model::verified<make_step<Sharded>>()).memory().persistent();
+}  // namespace megatron
+static_assert(megatron::persistent<false> == 18 * megatron::params);
+static_assert(2 * megatron::persistent<true> == 15 * megatron::params);  // 6 + 12/8 = 7.5
+// fp32 gradients are reduced in fp32: the all-reduce sends twice a bf16 gradient's bytes.
+static_assert(model::cost(megatron::make_step<false>(), model::verified<megatron::make_step<false>>())
+                  .collectives(phase::optimizer, collective::all_reduce)
+                  .bytes == 2 * 7 * megatron::params * 4 / 8);
+
+// ==== ZeRO shards every parameter's state: a column-parallel bias, sharded on its only dim =======
+// Mesh [dp 2, mp 4]; the bias [32] is split over mp; its state is co-sharded over mp then dp, the
+// gradient reduce-scattered over dp and the updated shard gathered back: no all-reduce.
+namespace bias {
+constexpr auto make_step() {
+  model::plan<16, 8> p(process_mesh({2, 4}));
+  auto x = p.tensor("x", {8, 16}, {0, -1});
+  auto w = p.parameter("w", {16, 32}, {-1, 1});
+  auto bias = p.parameter("bias", {32}, {1});
+  auto y = p.tensor("y", {8, 32}), z = p.tensor("z", {8, 32});
+  p.op<"matmul">({x, w}, {y}, {}, "layer");
+  p.op<"add">({y, bias}, {z}, {}, "bias");
+  return model::training_step(p, z, {.shard_optimizer_states_on = 0});
+}
+constexpr auto step = make_step();
+constexpr auto r = model::verified<make_step>();
+constexpr std::size_t adamw_of(std::string_view name) {
+  for (std::size_t i = 0; i < step.op_count(); ++i)
+    if (step.op_at(i).rule == "adamw" && step.op_at(i).label == name) return i;
+  return step.op_count();
+}
+}  // namespace bias
+static_assert(ctspmd_test::is(bias::r.attr({bias::step.op_at(bias::adamw_of("bias")).inputs[3]}), {{1, 0}}));
+static_assert(bias::r.count(phase::optimizer, collective::all_reduce) == 0);
+static_assert(bias::r.count(phase::optimizer, collective::reduce_scatter) == 2 &&
+              bias::r.count(phase::optimizer, collective::all_gather) == 2);
+// The bias's reduce-scatter: its local gradient, 32 / 4 floats, halved: 16 bytes.
+static_assert(bias::r.bytes(phase::optimizer, collective::reduce_scatter) == (16 * 32 / 4 * 4) / 2 + 32 / 4 * 4 / 2);
+
+// ==== FLOPs, time and errors on a small plan ====================================================
+// x [8, 64] (batch over dp) times w [64, 128] (columns over mp) on mesh [dp 2, mp 4]: forward
+// 2 m n k = 2 x 4 x 32 x 64 per device, backward twice that; relu one per element.
+namespace small {
+constexpr auto make_step() {
+  model::plan<16, 8> p(process_mesh({2, 4}));
+  auto x = p.tensor("x", {8, 64}, {0, -1});
+  auto w = p.parameter("w", {64, 128}, {-1, 1});
+  auto y = p.tensor("y", {8, 128}), z = p.tensor("z", {8, 128});
+  p.op<"matmul">({x, w}, {y}, {}, "layer");
+  p.op<"relu">({y}, {z}, {}, "act");
+  return model::training_step(p, z);
+}
+constexpr auto step = make_step();
+constexpr auto r = model::verified<make_step>();
+constexpr model::cluster fabric{{model::link{1e9, 1e-5}, model::link{1e10, 1e-6}}, 1e12, 0.5, 1};
+constexpr auto c = model::cost(step, r, fabric);
+}  // namespace small
+static_assert(small::c.flops(phase::forward) == 2 * 4 * 32 * 64 + 4 * 32);
+static_assert(small::c.flops(phase::backward) == 2 * (2 * 4 * 32 * 64) + 4 * 32);
+static_assert(small::c.model_flops() == small::c.flops(phase::forward) + small::c.flops(phase::backward));
+// The weight's gradient (64 x 32 floats a device) all-reduced over dp: 2 (2-1)/2 of 8 KiB.
+static_assert(small::c.collectives(phase::optimizer, collective::all_reduce, 0).count == 1 &&
+              small::c.collectives(phase::optimizer, collective::all_reduce, 0).bytes == 64 * 32 * 4);
+// Time: the all-reduce takes latency + bytes / bandwidth; compute hardware FLOPs at half of peak.
+static_assert(small::c.communication_seconds() == 1e-5 + 64 * 32 * 4 / 1e9);
+static_assert(small::c.compute_seconds() == static_cast<double>(small::c.hardware_flops()) / 0.5e12);
+static_assert(small::c.step_seconds() == small::c.compute_seconds() + small::c.communication_seconds());
+static_assert(small::c.overlapped_step_seconds() == small::c.communication_seconds());  // communication dominates
+static_assert(small::c.mfu() == static_cast<double>(small::c.model_flops()) / (small::c.step_seconds() * 1e12));
+// The H100 default: mesh [dp 2, mp 4] fits a node: NVLink on both; [16, 8]: InfiniBand across nodes.
+static_assert(model::h100_cluster(process_mesh({2, 4})).links[0].bandwidth == 450e9);
+static_assert(model::h100_cluster(process_mesh({16, 8})).links[0].bandwidth == 50e9 &&
+              model::h100_cluster(process_mesh({16, 8})).links[1].bandwidth == 450e9);
+// Errors: a cluster without bandwidth on a mesh dim that sends, a peak of zero, an efficiency above 1.
+static_assert(!constant_evaluates<[] { return model::cost(small::step, small::r, model::cluster{{}, 1e12}).mfu(); }>);
+static_assert(!constant_evaluates<[] {
+  return model::cost(small::step, small::r, model::cluster{{model::link{1e9, 0}, model::link{1e9, 0}}, 0}).mfu();
+}>);
+static_assert(!constant_evaluates<[] {
+  return model::cost(small::step, small::r, model::cluster{{model::link{1e9, 0}, model::link{1e9, 0}}, 1e12, 2}).mfu();
+}>);
+// Training options out of range.
+static_assert(!constant_evaluates<[] {
+  return model::training_step(zero::make_forward(), {2}, {.shard_optimizer_states_on = 0, .zero_stage = 4}).op_count();
+}>);
+static_assert(!constant_evaluates<[] { return model::training_step(zero::make_forward(), {2}, {.zero_stage = 2}).op_count(); }>);
+static_assert(!constant_evaluates<[] {
+  return model::training_step(zero::make_forward(), {2}, {.gradient_element_bytes = -4}).op_count();
+}>);
