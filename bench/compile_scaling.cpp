@@ -6,12 +6,19 @@
 //   each with its own weights (column-parallel matmul, gelu, row-parallel matmul, residual add);
 //   with TRAINING=1 as well, that plan's training step (forward, backward, adamw);
 // - with LLAMA_LAYERS=L instead, the training step of examples/llama with L layers (TRAINING=0:
-//   its forward plan only).
+//   its forward plan only);
+// - with COST=1 as well as TRAINING=1 (flat or Llama), the step's cost report too (memory, FLOPs,
+//   time: <ctspmd/model/cost.hpp>).
+#include <ctspmd/model/cost.hpp>
+
 #include "../examples/gpt/gpt_plan.hpp"
 #include "../examples/llama/llama_plan.hpp"
 
 #ifndef TRAINING
 #define TRAINING 0
+#endif
+#ifndef COST
+#define COST 0
 #endif
 
 using ctspmd::model::collective;
@@ -56,6 +63,10 @@ constexpr auto flat = ctspmd::model::verified<flat_step>();
 static_assert(flat.count(phase::forward, collective::all_reduce) == blocks);
 static_assert(flat.count(phase::backward, collective::all_reduce) == blocks - 1);
 static_assert(flat.count(phase::optimizer, collective::all_reduce) == 2 * blocks && flat.count() == 4 * blocks - 1);
+#if COST
+constexpr auto flat_cost = ctspmd::model::cost(flat_step(), flat);
+static_assert(flat_cost.memory().parameters > 0 && flat_cost.collectives(phase::forward, collective::all_reduce).count == blocks);
+#endif
 #else
 constexpr auto flat = ctspmd::model::verified<flat_plan>();
 static_assert(flat.count() == blocks && flat.count(collective::all_reduce) == blocks);
@@ -65,6 +76,11 @@ static_assert(flat.count() == blocks && flat.count(collective::all_reduce) == bl
 constexpr auto step = ctspmd::model::verified<llama::make_step<LLAMA_LAYERS>>();
 static_assert(step.expect_in_block(llama::make_step<LLAMA_LAYERS>(), 0, ctspmd::model::phase::backward,
                                    collective::all_reduce, 2 * LLAMA_LAYERS));
+#if COST
+constexpr auto step_cost = ctspmd::model::cost(llama::make_step<LLAMA_LAYERS>(), step);
+static_assert(step_cost.memory().parameters > 0 &&
+              step_cost.collectives(ctspmd::model::phase::forward, collective::all_reduce).count == 2 * LLAMA_LAYERS + 1 + 3);
+#endif
 #else
 constexpr auto forward = ctspmd::model::verified<llama::make_forward<LLAMA_LAYERS>>();
 static_assert(forward.count_in_block(0, collective::all_reduce) == 2 * LLAMA_LAYERS);

@@ -119,13 +119,14 @@ constexpr auto make_step() {
 /// [b, s], laid out as their input), which the paper leaves out. Checked tensor by tensor below.
 constexpr std::int64_t statistics(std::int64_t t, bool sp) { return 2 * 2 * 4 * b * s / (sp ? t : 1); }
 
-template <class Cost, class Step>
-constexpr std::int64_t kept_named(const Cost& c, const Step& step, std::string_view suffix) {
+/// The bytes of the kept tensors whose names end in `suffix`.
+template <class Kept, class Step>
+constexpr std::int64_t kept_named(const Kept& kept, const Step& step, std::string_view suffix) {
   std::int64_t n = 0;
-  for (std::size_t i = 0; i < c.kept_count(); ++i) {
-    const auto name = step.tensor_at(c.kept_at(i).tensor).name;
+  for (const auto& k : kept) {
+    const auto name = step.tensor_at(k.tensor).name;
     if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix)
-      n += c.kept_at(i).bytes * static_cast<std::int64_t>(c.kept_at(i).copies);
+      n += k.bytes * static_cast<std::int64_t>(k.copies);
   }
   return n;
 }
@@ -137,11 +138,22 @@ using gpt::sbh;
 
 // -- no parallelism (t = 1): sbh (34 + 5as/h) a layer --
 constexpr auto none_step = gpt::make_step<1, false>();
-constexpr auto none_cost = model::cost(none_step, model::verified<gpt::make_step<1, false>>());
+constexpr auto none_r = model::verified<gpt::make_step<1, false>>();
+constexpr auto none_cost = model::cost(none_step, none_r);
 static_assert(none_cost.kept_in_block(0) == layers * (34 * sbh + 5 * as2b + gpt::statistics(1, false)));
 // The difference from the paper, tensor by tensor: the four statistics of each layer.
-static_assert(gpt::kept_named(none_cost, none_step, ".mean") + gpt::kept_named(none_cost, none_step, ".var") ==
+constexpr auto none_kept = model::kept_tensors(none_step, none_r);
+static_assert(gpt::kept_named(none_kept, none_step, ".mean") + gpt::kept_named(none_kept, none_step, ".var") ==
               layers * gpt::statistics(1, false));
+// Tensor by tensor (bytes a layer, in sbh): the layer's input (layer norm 1) 2, layer norm 1's output
+// (the projections' input) 2, Q, K, V 2 each, softmax 2as/h, its dropout mask as/h and output 2as/h,
+// the output projection's input 2, the attention dropout's mask 1, layer norm 2's input 2 and
+// output 2, fc1's output (GeLU's input) 8, GeLU's output 8, the MLP dropout's mask 1.
+static_assert(none_kept.size() == 19);
+static_assert(gpt::kept_named(none_kept, none_step, "probs") == layers * 2 * as2b &&
+              gpt::kept_named(none_kept, none_step, "probs.mask") == layers * as2b &&
+              gpt::kept_named(none_kept, none_step, "gelu") == layers * 8 * sbh &&
+              gpt::kept_named(none_kept, none_step, "mask") == layers * (as2b + 2 * sbh));
 // Only the layers keep anything (the loss, a mean, keeps nothing).
 static_assert(none_cost.memory().activations == none_cost.kept_in_block(0));
 

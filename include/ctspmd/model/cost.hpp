@@ -137,30 +137,38 @@ struct collective_total {
   double seconds = 0;
 };
 
+/// At most N kept tensors (`kept_tensors`): `size()`, `[i]`, `begin()`, `end()`.
+template <std::size_t N>
+class kept_tensor_list {
+ public:
+  constexpr std::size_t size() const noexcept { return size_; }
+  constexpr const kept_tensor& operator[](std::size_t i) const {
+    if (i >= size_) raise(make_error(error_kind::invalid_argument, "kept_tensors", "entry {} is out of range ({})", i, size_));
+    return items_[i];
+  }
+  constexpr const kept_tensor* begin() const noexcept { return items_.data(); }
+  constexpr const kept_tensor* end() const noexcept { return items_.data() + size_; }
+  constexpr void push_back(const kept_tensor& k) { items_[size_++] = k; }  // one per tensor: never more than N
+
+ private:
+  std::array<kept_tensor, N> items_{};
+  std::size_t size_ = 0;
+};
+
 namespace detail {
 template <std::size_t T, std::size_t O, std::size_t R>
 class coster;
 }  // namespace detail
 
 /// The cost of a training step on a cluster (see the file comment): `cost(step, propagation, cluster)`.
-template <std::size_t MaxTensors>
 class step_cost {
  public:
   constexpr const memory_report& memory() const noexcept { return memory_; }
 
-  /// The tensors kept for backward (`activations` is their sum, `bytes * copies` each).
-  constexpr std::size_t kept_count() const noexcept { return kept_count_; }
-  constexpr const kept_tensor& kept_at(std::size_t i) const {
-    if (i >= kept_count_)
-      raise(make_error(error_kind::invalid_argument, "step_cost", "kept tensor {} is out of range ({})", i, kept_count_));
-    return kept_[i];
-  }
-  /// The bytes forward block `b` keeps, all runs.
-  constexpr std::int64_t kept_in_block(std::size_t b) const noexcept {
-    std::int64_t n = 0;
-    for (std::size_t i = 0; i < kept_count_; ++i)
-      if (kept_[i].block == static_cast<std::int64_t>(b)) n += kept_[i].bytes * static_cast<std::int64_t>(kept_[i].copies);
-    return n;
+  /// The bytes forward block `b` keeps for backward, all runs (`kept_tensors` lists them).
+  constexpr std::int64_t kept_in_block(std::size_t b) const {
+    if (b >= max_blocks) raise(make_error(error_kind::invalid_argument, "step_cost", "block {} is out of range", b));
+    return kept_in_block_[b];
   }
 
   /// FLOPs a device computes in phase `ph` (backward: with the recomputed forward, see
@@ -217,8 +225,7 @@ class step_cost {
   }
 
   memory_report memory_{};
-  std::array<kept_tensor, MaxTensors> kept_{};
-  std::size_t kept_count_ = 0;
+  std::array<std::int64_t, max_blocks> kept_in_block_{};
   std::array<std::int64_t, phase_count> flops_{};
   std::int64_t recompute_flops_ = 0;
   collective_total table_[phase_count][collective_count][max_mesh_ndim] = {};
@@ -231,8 +238,11 @@ namespace detail {
 template <std::size_t T, std::size_t O, std::size_t R>
 class coster {
  public:
-  constexpr coster(const plan<T, O>& p, const propagation<T, R>& r, const cluster& c, step_cost<T>& out)
-      : p_(p), r_(r), c_(c), out_(out), options_(p.training()) {}
+  using kept_list = kept_tensor_list<T>;
+  /// Fills `out` (and `kept`, if given, with the tensors kept for backward).
+  constexpr coster(const plan<T, O>& p, const propagation<T, R>& r, const cluster& c, step_cost& out,
+                   kept_list* kept = nullptr)
+      : p_(p), r_(r), c_(c), out_(out), kept_(kept), options_(p.training()) {}
 
   constexpr void run() {
     if (!r_.ok())
@@ -258,6 +268,7 @@ class coster {
   // ---- where each operator runs, and how often ----
   constexpr void map_blocks() {
     for (size_t i = 0; i < p_.op_count(); ++i) block_of_[i] = -1;
+    for (size_t i = 0; i <= p_.op_count(); ++i) delta_[i] = 0;
     for (size_t b = 0; b < max_blocks; ++b) mirror_[b] = -1;
     for (size_t b = 0; b < p_.block_count(); ++b) {
       const auto& k = p_.block_at(b);
@@ -275,21 +286,34 @@ class coster {
   }
 
   // ---- sizes ----
-  constexpr std::int64_t local_size(const tensor_dist_attr& a, const tensor_shape& shape, size_t d) const {
+  /// The number of parts layout `a` splits dim d into.
+  static constexpr std::int64_t parts(const tensor_dist_attr& a, size_t d) {
     std::int64_t n = 1;
-    for (auto m : a.mesh_dims_of(d)) n *= a.process_mesh().dim_size(m);
+    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)
+      if (a.sharded_tensor_dim(m) == static_cast<std::int64_t>(d)) n *= a.process_mesh().dim_size(m);
+    return n;
+  }
+  static constexpr std::int64_t local_size(const tensor_dist_attr& a, const tensor_shape& shape, size_t d) {
+    const std::int64_t n = parts(a, d);
     return (shape[d] + n - 1) / n;
   }
   /// Elements of tensor t's largest local part under layout `a`.
   constexpr std::int64_t local_elements(size_t t, const tensor_dist_attr& a) const {
     const auto& info = p_.tensor_at(t);
     std::int64_t n = 1;
-    for (size_t d = 0; d < info.shape.size(); ++d) {
+    for (size_t d = 0; d < info.shape.size(); ++d)
       if (info.shape[d] < 0)
         raise(make_error(error_kind::invalid_argument, "cost",
                          "tensor {} has a size unknown until run time at dim {}: costs need every size", t, d));
-      n *= local_size(a, info.shape, d);
-    }
+    for (size_t d = 0; d < info.shape.size(); ++d) n *= info.shape[d];
+    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)  // evenly split dims: one division
+      if (const auto d = a.sharded_tensor_dim(m); d >= 0 && info.shape[static_cast<size_t>(d)] % parts(a, static_cast<size_t>(d)) != 0) {
+        n = 1;  // an uneven split: the largest part, dim by dim
+        for (size_t k = 0; k < info.shape.size(); ++k) n *= local_size(a, info.shape, k);
+        return n;
+      }
+    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)
+      if (a.sharded_tensor_dim(m) >= 0) n /= a.process_mesh().dim_size(m);
     return n;
   }
   constexpr std::int64_t local_elements(size_t t) const { return local_elements(t, r_.attr({t})); }
@@ -470,7 +494,8 @@ class coster {
                static_cast<std::int64_t>(copies - 1) * w);
       }
       m.activations += static_cast<std::int64_t>(copies) * w;
-      out_.kept_[out_.kept_count_++] = {c, w, copies, fb};
+      if (fb >= 0) out_.kept_in_block_[static_cast<size_t>(fb)] += static_cast<std::int64_t>(copies) * w;
+      if (kept_ != nullptr) kept_->push_back({c, w, copies, fb});
     }
   }
   constexpr void peak() {
@@ -620,15 +645,18 @@ class coster {
   const plan<T, O>& p_;
   const propagation<T, R>& r_;
   const cluster& c_;
-  step_cost<T>& out_;
+  step_cost& out_;
+  kept_list* kept_;
   training_options options_;
-  std::array<std::int64_t, T> bytes_{};
-  std::array<std::uint16_t, T> canon_{}, state_{};
-  std::array<std::int32_t, T> start_{}, last_fwd_{}, first_bwd_{}, last_bwd_{};
-  std::array<std::uint8_t, T> flags_{};
-  std::array<std::int64_t, O + 1> delta_{};
-  std::array<std::int8_t, O> block_of_{};
-  std::array<std::int8_t, max_blocks> mirror_{};
+  // Per tensor and per operator, the first tensor_count / op_count entries: left uninitialised
+  // past them (a plan's capacity may be many times what it uses), each written before it is read.
+  std::array<std::int64_t, T> bytes_;
+  std::array<std::uint16_t, T> canon_, state_;
+  std::array<std::int32_t, T> start_, last_fwd_, first_bwd_, last_bwd_;
+  std::array<std::uint8_t, T> flags_;
+  std::array<std::int64_t, O + 1> delta_;
+  std::array<std::int8_t, O> block_of_;
+  std::array<std::int8_t, max_blocks> mirror_;
 };
 
 }  // namespace detail
@@ -636,15 +664,25 @@ class coster {
 /// The cost of training step `step` (a plan `training_step` built; a forward plan works too)
 /// whose propagation is `r`, on cluster `c` (see the file comment).
 template <std::size_t T, std::size_t O, std::size_t R>
-constexpr step_cost<T> cost(const plan<T, O>& step, const propagation<T, R>& r, const cluster& c) {
-  step_cost<T> out;
+constexpr step_cost cost(const plan<T, O>& step, const propagation<T, R>& r, const cluster& c) {
+  step_cost out;
   detail::coster<T, O, R>(step, r, c, out).run();
   return out;
 }
 /// The same on 8-GPU H100 nodes (`h100_cluster`).
 template <std::size_t T, std::size_t O, std::size_t R>
-constexpr step_cost<T> cost(const plan<T, O>& step, const propagation<T, R>& r) {
+constexpr step_cost cost(const plan<T, O>& step, const propagation<T, R>& r) {
   return cost(step, r, h100_cluster(step.mesh()));
+}
+
+/// The tensors training step `step` keeps from forward for backward (see the file comment), in
+/// the order of their index: `memory().activations` is the sum of their `bytes * copies`.
+template <std::size_t T, std::size_t O, std::size_t R>
+constexpr kept_tensor_list<T> kept_tensors(const plan<T, O>& step, const propagation<T, R>& r) {
+  kept_tensor_list<T> kept;
+  step_cost unused;
+  detail::coster<T, O, R>(step, r, h100_cluster(step.mesh()), unused, &kept).run();
+  return kept;
 }
 
 }  // namespace ctspmd::model
