@@ -47,9 +47,13 @@ std::int64_t to_int(py::handle v, const std::string& what) {
   return i;
 }
 
+/// `v` as UTF-8 (a str with lone surrogates raises UnicodeEncodeError).
 std::string to_str(py::handle v, const std::string& what) {
   if (!PyUnicode_Check(v.ptr())) bad_type(what, "a str", v);
-  return v.cast<std::string>();
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(v.ptr(), &size);
+  if (utf8 == nullptr) throw py::error_already_set();
+  return {utf8, static_cast<std::size_t>(size)};
 }
 
 /// `v` as an int list of at most `List::capacity()` entries (`capacity_name`).
@@ -70,9 +74,11 @@ List to_list(py::handle v, const std::string& what, std::string_view capacity_na
 rt::attribute to_attribute(py::handle v, const std::string& what) {
   if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
   if (PyFloat_Check(v.ptr())) return v.cast<double>();
-  if (PyIndex_Check(v.ptr()) != 0) return to_int(v, what);
-  if (PyUnicode_Check(v.ptr())) return v.cast<std::string>();
-  if (!is_sequence(v)) bad_type(what, "a bool, int, float, str or list of ints", v);
+  if (PyUnicode_Check(v.ptr())) return to_str(v, what);
+  if (!is_sequence(v)) {  // (a numpy array is a sequence, and has __index__ too)
+    if (PyIndex_Check(v.ptr()) != 0) return to_int(v, what);
+    bad_type(what, "a bool, int, float, str or list of ints", v);
+  }
   std::vector<std::int64_t> list;
   const auto seq = py::reinterpret_borrow<py::sequence>(v);
   for (std::size_t i = 0; i < py::len(seq); ++i) list.push_back(to_int(seq[i], what + "[" + std::to_string(i) + "]"));
@@ -215,7 +221,7 @@ py::dict infer(const std::string& op, py::handle mesh_arg, py::handle inputs_arg
                py::handle attrs_arg, py::handle semantics_arg, py::handle names_arg) {
   const std::string semantics_name = to_str(semantics_arg, "semantics");
   if (semantics_name != "fluid" && semantics_name != "phi")
-    bad_value("semantics must be \"fluid\" or \"phi\", not \"" + semantics_name + "\"");
+    bad_value("\"semantics\" must be \"fluid\" or \"phi\", not \"" + semantics_name + "\"");
   const auto semantics = semantics_name == "phi" ? ctspmd::semantics::phi : ctspmd::semantics::fluid;
   const ctspmd::process_mesh plain_mesh(to_list<ctspmd::tensor_shape>(mesh_arg, "mesh", "max_rank"));
   std::vector<std::string> name_storage;  // what the mesh's names view
