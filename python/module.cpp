@@ -1,8 +1,8 @@
-// The Python module `ctspmd`: the runtime layer's rules by operator name, with operands written
-// as ctspmd-infer's JSON requests write them (see python/README in the project's README.md,
-// "Python module"). The operand-layout steps are shared with the tool
-// (<ctspmd/runtime/operand_layout.hpp>); Python values are read here: a wrong Python type is a
-// TypeError, a wrong value an `SpmdError` (a ValueError) with the rule's error kind.
+// The Python module `ctspmd` (README.md, "Python module"): the runtime layer's rules by operator
+// name, with operands written as ctspmd-infer's JSON requests write them. The operand-layout
+// steps are shared with the tool (<ctspmd/runtime/operand_layout.hpp>); Python values are read
+// here: a value of the wrong Python type is a TypeError, a wrong value an `SpmdError` (a
+// ValueError) with the error's kind.
 #include <ctspmd/interop.hpp>
 #include <ctspmd/runtime.hpp>
 #include <ctspmd/runtime/operand_layout.hpp>
@@ -61,7 +61,7 @@ template <class List>
 List to_list(py::handle v, const std::string& what, std::string_view capacity_name) {
   if (!is_sequence(v)) bad_type(what, "a list of ints", v);
   const auto seq = py::reinterpret_borrow<py::sequence>(v);
-  const std::size_t n = py::len(seq);
+  const std::size_t n = py::len(seq);  // read once: a sequence's length may change
   if (n > List::capacity())
     bad_value(what + " has " + std::to_string(n) + " entries, above " + std::string(capacity_name) + " = " +
               std::to_string(List::capacity()));
@@ -81,18 +81,19 @@ rt::attribute to_attribute(py::handle v, const std::string& what) {
   }
   std::vector<std::int64_t> list;
   const auto seq = py::reinterpret_borrow<py::sequence>(v);
-  for (std::size_t i = 0; i < py::len(seq); ++i) list.push_back(to_int(seq[i], what + "[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0, n = py::len(seq); i < n; ++i)
+    list.push_back(to_int(seq[i], what + "[" + std::to_string(i) + "]"));
   return list;
 }
 
 /// A nested dims mapping: per tensor dim, the list of its mesh dims, major first.
 ctspmd::multi_dims_mapping to_multi(const py::sequence& v, const std::string& what) {
   const std::string field = what + ".dims_mapping";
-  if (py::len(v) > ctspmd::max_rank)
-    bad_value(field + " has " + std::to_string(py::len(v)) + " entries, above max_rank = " +
-              std::to_string(ctspmd::max_rank));
+  const std::size_t n = py::len(v);  // read once: a sequence's length may change
+  if (n > ctspmd::max_rank)
+    bad_value(field + " has " + std::to_string(n) + " entries, above max_rank = " + std::to_string(ctspmd::max_rank));
   ctspmd::multi_dims_mapping out;
-  for (std::size_t d = 0; d < py::len(v); ++d) {
+  for (std::size_t d = 0; d < n; ++d) {
     if (!is_sequence(v[d]))
       bad_value(field + " mixes lists and integers: nested, every entry is a list of mesh dims ([[0, 1], []])");
     out.push_back(to_list<ctspmd::mesh_dims>(v[d], field + "[" + std::to_string(d) + "]", "max_mesh_ndim"));
@@ -100,7 +101,7 @@ ctspmd::multi_dims_mapping to_multi(const py::sequence& v, const std::string& wh
   return out;
 }
 
-constexpr std::string_view operand_fields[] = {"shape", "dims_mapping", "placements", "partition_spec",
+constexpr std::string_view operand_fields[] = {"shape", "dims_mapping", "placements",    "partition_spec",
                                                "sdy",   "partial",      "partial_reduce"};
 
 /// The partial status fields of operand `what` (a missing field is null) into `attr`.
@@ -154,8 +155,9 @@ ctspmd::dist_tensor_spec to_spec(py::handle v, const std::string& what, const ct
       attr.set_dims_mapping(ctspmd::dims_mapping(shape.size(), -1));
     } else if (*key == 0) {
       const py::handle mapping = field("dims_mapping");
-      if (is_sequence(mapping) && py::len(mapping) != 0 && is_sequence(py::reinterpret_borrow<py::sequence>(mapping)[0]))
-        attr.set_dims_mapping(to_multi(py::reinterpret_borrow<py::sequence>(mapping), what));
+      const auto seq = py::reinterpret_borrow<py::sequence>(mapping);
+      if (is_sequence(mapping) && py::len(seq) != 0 && is_sequence(seq[0]))  // nested: [[0, 1], []]
+        attr.set_dims_mapping(to_multi(seq, what));
       else
         attr.set_dims_mapping(to_list<ctspmd::dims_mapping>(mapping, what + ".dims_mapping", "max_rank"));
     } else {
@@ -172,13 +174,14 @@ ctspmd::dist_tensor_spec to_spec(py::handle v, const std::string& what, const ct
 using specs = ctspmd::static_vector<ctspmd::dist_tensor_spec, ctspmd::max_operands>;
 
 specs to_specs(py::handle v, const std::string& what, const ctspmd::named_mesh& mesh, rt::layout_form& form) {
-  if (!is_sequence(v) || PyDict_Check(v.ptr())) bad_type(what, "a list of operands (dicts)", v);
+  if (!is_sequence(v)) bad_type(what, "a list of operands (dicts)", v);
   const auto seq = py::reinterpret_borrow<py::sequence>(v);
-  if (py::len(seq) > ctspmd::max_operands)
-    bad_value(what + " has " + std::to_string(py::len(seq)) + " operands, above max_operands = " +
-              std::to_string(ctspmd::max_operands));
+  const std::size_t n = py::len(seq);  // read once: a sequence's length may change
+  if (n > ctspmd::max_operands)
+    bad_value(what + " has " + std::to_string(n) +
+              " operands, above max_operands = " + std::to_string(ctspmd::max_operands));
   specs out;
-  for (std::size_t i = 0; i < py::len(seq); ++i) out.push_back(to_spec(seq[i], what + "[" + std::to_string(i) + "]", mesh, form));
+  for (std::size_t i = 0; i < n; ++i) out.push_back(to_spec(seq[i], what + "[" + std::to_string(i) + "]", mesh, form));
   return out;
 }
 
@@ -231,7 +234,8 @@ py::dict infer(const std::string& op, py::handle mesh_arg, py::handle inputs_arg
     if (py::len(seq) != static_cast<std::size_t>(plain_mesh.ndim()))
       bad_value("mesh_names has " + std::to_string(py::len(seq)) + " names, but the mesh has " +
                 std::to_string(plain_mesh.ndim()) + " dims: give one name per mesh dim");
-    for (std::size_t i = 0; i < py::len(seq); ++i) name_storage.push_back(to_str(seq[i], "mesh_names[" + std::to_string(i) + "]"));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(plain_mesh.ndim()); ++i)
+      name_storage.push_back(to_str(seq[i], "mesh_names[" + std::to_string(i) + "]"));
   }
   ctspmd::mesh_names names;
   for (const auto& n : name_storage) names.push_back(n);
@@ -305,8 +309,9 @@ PYBIND11_MODULE(ctspmd, m) {
   options.disable_function_signatures();  // each docstring starts with the signature, in Python's words
 
   py::exec(spmd_error_source, m.attr("__dict__"));
-  static const py::handle spmd_error_type = m.attr("SpmdError").cast<py::object>().release();  // lives as long as Python
-  py::register_exception_translator([](std::exception_ptr p) {
+  // The class, referred to from now on by the translator, lives as long as Python does.
+  static const py::handle spmd_error_type = m.attr("SpmdError").cast<py::object>().release();
+  py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const spmd_error& e) {
@@ -317,22 +322,23 @@ PYBIND11_MODULE(ctspmd, m) {
 
   // pybind11 keeps the docstrings' pointers: they live as long as the module.
   static const std::string forward_doc =
-      std::string("infer_forward(op, mesh, inputs, attrs={}, semantics='fluid', mesh_names=None) -> dict\n\n"
-                  "Forward inference of operator `op` on a process mesh of shape `mesh`: the inputs as the operator "
-                  "needs them (a difference from what was given is a reshard) and the outputs.\n") +
+      std::string(
+          "infer_forward(op, mesh, inputs, attrs={}, semantics='fluid', mesh_names=None) -> dict\n\n"
+          "Forward inference of operator `op` on a process mesh of shape `mesh`: the inputs as the operator "
+          "needs them (a difference from what was given is a reshard) and the outputs.\n") +
       operand_doc;
   static const std::string backward_doc =
-      std::string("infer_backward(op, mesh, inputs, outputs, attrs={}, semantics='fluid', mesh_names=None) -> dict\n\n"
-                  "Backward inference of operator `op`: the inputs (of the given shapes) that the outputs' wanted "
-                  "layouts require, and the outputs.\n") +
+      std::string(
+          "infer_backward(op, mesh, inputs, outputs, attrs={}, semantics='fluid', mesh_names=None) -> dict\n\n"
+          "Backward inference of operator `op`: the inputs (of the given shapes) that the outputs' wanted "
+          "layouts require, and the outputs.\n") +
       operand_doc;
   m.def(
       "infer_forward",
       [](const std::string& op, py::handle mesh, py::handle inputs, py::handle attrs, py::handle semantics,
          py::handle mesh_names) { return infer(op, mesh, inputs, nullptr, attrs, semantics, mesh_names); },
       py::arg("op"), py::arg("mesh"), py::arg("inputs"), py::arg("attrs") = py::dict(), py::arg("semantics") = "fluid",
-      py::arg("mesh_names") = py::none(),
-      forward_doc.c_str());
+      py::arg("mesh_names") = py::none(), forward_doc.c_str());
   m.def(
       "infer_backward",
       [](const std::string& op, py::handle mesh, py::handle inputs, py::handle outputs, py::handle attrs,
@@ -341,8 +347,7 @@ PYBIND11_MODULE(ctspmd, m) {
         return infer(op, mesh, inputs, outputs, attrs, semantics, mesh_names);
       },
       py::arg("op"), py::arg("mesh"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs") = py::dict(),
-      py::arg("semantics") = "fluid", py::arg("mesh_names") = py::none(),
-      backward_doc.c_str());
+      py::arg("semantics") = "fluid", py::arg("mesh_names") = py::none(), backward_doc.c_str());
   m.def(
       "has_rule", [](const std::string& op) { return rt::has_rule(op); }, py::arg("op"),
       "has_rule(op) -> bool\n\nTrue if a rule is registered under operator name `op`.");
@@ -363,6 +368,6 @@ PYBIND11_MODULE(ctspmd, m) {
         }
         return out;
       },
-      "rules() -> dict\n\nEvery operator name with its attributes: {op: {attribute: {\"type\": ..., \"default\": ..., \"alias\": "
-      "second name or None}}}.");
+      "rules() -> dict\n\nEvery operator name with its attributes: {op: {attribute: {\"type\": ..., \"default\": ..., "
+      "\"alias\": its second name or None}}}.");
 }

@@ -59,8 +59,9 @@ std::optional<std::size_t> layout_key(const Has& has, const std::string& what) {
   for (std::size_t k = 0; k < layout_keys.size(); ++k) {
     if (!has(layout_keys[k])) continue;
     if (key)
-      throw spmd_error(error_kind::invalid_argument, what + " gives both \"" + std::string(layout_keys[*key]) + "\" and \"" +
-                                                         std::string(layout_keys[k]) + "\": one layout per operand");
+      throw spmd_error(error_kind::invalid_argument, what + " gives both \"" + std::string(layout_keys[*key]) +
+                                                         "\" and \"" + std::string(layout_keys[k]) +
+                                                         "\": one layout per operand");
     key = k;
   }
   return key;
