@@ -12,7 +12,6 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +121,8 @@ inline ctspmd::multi_dims_mapping to_multi(const json& v, const std::string& wha
   return out;
 }
 
+// The operand-layout steps (one layout form per request, the languages' text) are shared with the
+// Python module: <ctspmd/runtime/operand_layout.hpp>.
 using ctspmd::runtime::layout_form;
 using ctspmd::runtime::layout_keys;
 
