@@ -1,5 +1,6 @@
-# Runs ctspmd-infer (TOOL) with ARGS, feeding INPUT when given, and checks its exit status
-# against STATUS and, when EXPECTED is given, its standard output against that file.
+# Runs TOOL (ctspmd-infer, or Python on an example) with ARGS, feeding INPUT when given, and
+# checks its exit status against STATUS and, when EXPECTED is given, its standard output against
+# that file; CONTAINS: strings the output must contain.
 set(command ${TOOL} ${ARGS})
 if(DEFINED INPUT)
   list(APPEND command ${INPUT})

@@ -5,13 +5,13 @@
 
 #include <ctspmd/interop.hpp>
 #include <ctspmd/runtime.hpp>
+#include <ctspmd/runtime/operand_layout.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <charconv>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -121,17 +121,10 @@ inline ctspmd::multi_dims_mapping to_multi(const json& v, const std::string& wha
   return out;
 }
 
-/// The layout form of a request: `dims_mapping` (ctspmd's own), or one of the sharding
-/// languages, the same for every operand that gives a layout. Answers use the request's form.
-struct layout_form {
-  std::optional<ctspmd::sharding_language> language;  ///< none: dims_mapping
-  std::string first;                                  ///< the operand that fixed the form, for errors
-  bool fixed = false;
-  std::string mesh_symbol = "mesh";                   ///< Shardy: the first operand's @symbol
-};
-
-/// The keys that give an operand's layout, one per form.
-inline constexpr std::string_view layout_keys[] = {"dims_mapping", "placements", "partition_spec", "sdy"};
+// The operand-layout steps (one layout form per request, the languages' text) are shared with the
+// Python module: <ctspmd/runtime/operand_layout.hpp>.
+using ctspmd::runtime::layout_form;
+using ctspmd::runtime::layout_keys;
 
 /// Reads the partial status fields of operand `v` into `attr`.
 inline void read_partial(const json& v, const std::string& what, ctspmd::tensor_dist_attr& attr) {
@@ -160,43 +153,24 @@ inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string
   const auto shape_field = v.find("shape");
   if (shape_field == v.end()) bad_request(what + " has no \"shape\"");
   const auto shape = to_list<ctspmd::tensor_shape>(*shape_field, what, ".shape", "max_rank");
-  std::size_t key = 0, given = 0;
-  for (std::size_t k = 0; k < std::size(layout_keys); ++k)
-    if (v.contains(layout_keys[k])) {
-      if (given != 0)
-        bad_request(what + " gives both \"" + std::string(layout_keys[key]) + "\" and \"" + std::string(layout_keys[k]) +
-                    "\": one layout per operand");
-      key = k, ++given;
-    }
-  if (given != 0) {
-    const std::optional<ctspmd::sharding_language> language =
-        key == 0 ? std::nullopt : std::optional(static_cast<ctspmd::sharding_language>(key - 1));
-    if (form.fixed && form.language != language)
-      bad_request(what + " gives \"" + std::string(layout_keys[key]) + "\", but " + form.first + " gave \"" +
-                  std::string(layout_keys[form.language ? static_cast<std::size_t>(*form.language) + 1 : 0]) +
-                  "\": a request uses one layout form for all its operands");
-    if (!form.fixed) form = {language, what, true, form.mesh_symbol};
-  }
+  const auto key = ctspmd::runtime::layout_key([&v](std::string_view k) { return v.contains(k); }, what);
+  if (key) form.use(*key, what);
   ctspmd::tensor_dist_attr attr(mesh);
-  const json* field = given != 0 ? &v.at(layout_keys[key]) : nullptr;
-  if (field == nullptr) {
+  if (!key) {
     attr.set_dims_mapping(ctspmd::dims_mapping(shape.size(), -1));
-  } else if (key == 0) {
-    if (is_nested(*field))
-      attr.set_dims_mapping(to_multi(*field, what));
+  } else if (*key == 0) {
+    const json& field = v.at("dims_mapping");
+    if (is_nested(field))
+      attr.set_dims_mapping(to_multi(field, what));
     else
-      attr.set_dims_mapping(to_list<ctspmd::dims_mapping>(*field, what, ".dims_mapping", "max_rank"));
+      attr.set_dims_mapping(to_list<ctspmd::dims_mapping>(field, what, ".dims_mapping", "max_rank"));
   } else {
-    const auto language = static_cast<ctspmd::sharding_language>(key - 1);
-    if (!field->is_string())
-      bad_request(what + "." + std::string(layout_keys[key]) + " must be a string (the language's own text)");
-    const std::string& text = field->get_ref<const std::string&>();
-    if (language == ctspmd::sharding_language::placements && (v.contains("partial") || v.contains("partial_reduce")))
-      bad_request(what + " gives \"partial\" beside \"placements\", which say partial themselves (Partial())");
-    if (language == ctspmd::sharding_language::sdy && form.first == what) {
-      if (const auto parsed = ctspmd::try_parse_sdy(text)) form.mesh_symbol = std::string(parsed->mesh_symbol);
-    }
-    attr = ctspmd::try_from_text(language, mesh, text, shape.size()).value();
+    const json& field = v.at(layout_keys[*key]);
+    if (!field.is_string())
+      bad_request(what + "." + std::string(layout_keys[*key]) + " must be a string (the language's own text)");
+    attr = ctspmd::runtime::attr_from_text(*ctspmd::runtime::language_of_key(*key), field.get_ref<const std::string&>(),
+                                           shape.size(), mesh, v.contains("partial") || v.contains("partial_reduce"),
+                                           form, what);
   }
   read_partial(v, what, attr);
   return {shape, attr};
@@ -205,13 +179,7 @@ inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string
 /// The operand `v`; a rejected value's message names the operand (`what`).
 inline ctspmd::dist_tensor_spec to_spec(const json& v, const std::string& what, const ctspmd::named_mesh& mesh,
                                         layout_form& form) {
-  try {
-    return to_spec_unnamed(v, what, mesh, form);
-  } catch (const spmd_error& e) {
-    const std::string_view message = e.what();
-    if (message.find(what) != std::string_view::npos) throw;
-    throw spmd_error(e.kind(), what + ": " + std::string(message));
-  }
+  return ctspmd::runtime::naming_operand(what, [&] { return to_spec_unnamed(v, what, mesh, form); });
 }
 
 /// Operands, held inline (no allocation).
@@ -316,16 +284,12 @@ inline std::string success_response(const ctspmd::spmd_info& info) {
 /// say partial), or {"sdy": text} (partial sums as unreduced axes), with "partial" and
 /// "partial_reduce" beside it when some partial dim is not a sum.
 inline json to_json(const ctspmd::dist_attrs& attrs, const ctspmd::named_mesh& mesh, const layout_form& form) {
-  const auto language = *form.language;
-  const std::string key(ctspmd::to_string(language));
+  const std::string key(ctspmd::to_string(*form.language));
   json out = json::array();
   for (const auto& a : attrs) {
-    bool sums_only = true;
-    for (auto m : a.partial_dims()) sums_only = sums_only && a.partial_reduce_type(m) == ctspmd::reduce_type::sum;
-    const auto text = ctspmd::try_to_text(language, mesh, a, ctspmd::partial_policy::omit, form.mesh_symbol).value();
-    json o = {{key, std::string(text.view())}};
-    if (language == ctspmd::sharding_language::partition_spec ||
-        (language == ctspmd::sharding_language::sdy && !sums_only)) {
+    const auto answer = ctspmd::runtime::to_text_answer(a, mesh, form);
+    json o = {{key, std::string(answer.text.view())}};
+    if (answer.partial_beside) {
       json partial = json::array(), reduce = json::array();
       for (auto m : a.partial_dims()) {
         partial.push_back(m);
