@@ -264,10 +264,11 @@ class coster {
   using size_t = std::size_t;
   static constexpr std::int32_t none = -1;
   enum flag : std::uint8_t { excluded = 1, read_in_mirror = 2, gathered_again = 4 };
+  enum op_flag : std::uint8_t { moves = 1, gathers = 2 };  ///< a reshard at the operator sends data; gathers
 
   // ---- where each operator runs, and how often ----
   constexpr void map_blocks() {
-    for (size_t i = 0; i < p_.op_count(); ++i) block_of_[i] = -1;
+    for (size_t i = 0; i < p_.op_count(); ++i) block_of_[i] = -1, op_flags_[i] = 0;
     for (size_t i = 0; i <= p_.op_count(); ++i) delta_[i] = 0;
     for (size_t b = 0; b < max_blocks; ++b) mirror_[b] = -1;
     for (size_t b = 0; b < p_.block_count(); ++b) {
@@ -375,14 +376,19 @@ class coster {
   }
 
   // ---- one buffer, several tensors ----
-  constexpr bool moves_data(size_t op) const {
+  static constexpr bool is_view(std::string_view rule) {
+    return rule == "assign" || rule == "reshape" || rule == "reshape2" || rule == "flatten" || rule == "squeeze" ||
+           rule == "unsqueeze" || rule == "unsqueeze2";
+  }
+  /// A kept input is the tensor itself where it was read in its own layout; an `assign` or a
+  /// reshape that moved nothing gives a view of its input (an assign that gathers, under
+  /// sequence parallelism, is gathered again in backward unless `keep_gathered_inputs`).
+  constexpr void find_aliases() {
     for (size_t e = 0; e < r_.reshard_entries(); ++e) {
       const auto& s = r_.reshard_at(e);
-      if (s.op == op && s.kind == collective::all_gather) return true;
+      if (s.kind != collective::local_slice && s.kind != collective::local_partial) op_flags_[s.op] |= moves;
+      if (s.kind == collective::all_gather) op_flags_[s.op] |= gathers;
     }
-    return false;
-  }
-  constexpr void find_aliases() {
     for (size_t i = 0; i < p_.op_count(); ++i) {
       const auto& op = p_.op_at(i);
       if (op.phase != phase::forward) continue;
@@ -390,15 +396,22 @@ class coster {
         const auto s = op.saved[k];
         if (s != 0xffff && r_.attr({s}) == r_.attr({op.inputs[k]})) canon_[s] = canon_[op.inputs[k]];
       }
-      if (op.rule != "assign" || op.inputs.size() != 1 || op.outputs.size() != 1) continue;
+      if (!is_view(op.rule) || op.inputs.empty() || op.outputs.size() != 1) continue;
       const auto in = op.inputs[0], out = op.outputs[0];
       if ((flags_[in] & excluded) != 0 || (flags_[out] & excluded) != 0) continue;
-      if (r_.attr({out}) == r_.attr({in}))
+      if ((op_flags_[i] & moves) == 0)
         canon_[out] = canon_[in];
-      else if (!options_.keep_gathered_inputs && !(options_.recompute == recompute::full && forward_block(i) >= 0) &&
-               moves_data(i))
+      else if (op.rule == "assign" && (op_flags_[i] & gathers) != 0 && !options_.keep_gathered_inputs &&
+               !(options_.recompute == recompute::full && forward_block(i) >= 0))
         flags_[out] |= gathered_again;
     }
+  }
+  /// The forward block one copy of buffer c per run of which lives (written by its operators, or
+  /// its input), or -1.
+  constexpr std::int64_t run_block(size_t c) const {
+    const auto producer = p_.tensor_at(c).producer;
+    if (producer >= 0) return forward_block(static_cast<size_t>(producer));
+    return start_[c] >= 0 && producer == plan<T, O>::block_input ? forward_block(static_cast<size_t>(start_[c])) : -1;
   }
   /// True if operator i's forward runs again in backward.
   constexpr bool recomputed(size_t i) const {
@@ -421,7 +434,7 @@ class coster {
     }
     if (first_bwd_[c] == none) first_bwd_[c] = at;
     if (at > last_bwd_[c]) last_bwd_[c] = at;
-    const auto fb = forward_block(static_cast<size_t>(start_[c]));
+    const auto fb = run_block(c);
     if (fb >= 0 && block_of_[i] >= 0 && block_of_[i] == mirror_[static_cast<size_t>(fb)]) flags_[c] |= read_in_mirror;
   }
   constexpr void find_readers() {
@@ -469,7 +482,7 @@ class coster {
         live(start, last_bwd_[c] > end_fwd ? last_bwd_[c] : end_fwd, w);
         continue;
       }
-      const auto fb = forward_block(static_cast<size_t>(start));
+      const auto fb = run_block(c);
       const bool block_input = fb >= 0 && canon_[p_.block_at(static_cast<size_t>(fb)).input.index] == c;
       const bool again = (flags_[c] & gathered_again) != 0 ||
                          (info.producer >= 0 && recomputed(static_cast<size_t>(info.producer)) && !block_input);
@@ -656,6 +669,7 @@ class coster {
   std::array<std::uint8_t, T> flags_;
   std::array<std::int64_t, O + 1> delta_;
   std::array<std::int8_t, O> block_of_;
+  std::array<std::uint8_t, O> op_flags_;
   std::array<std::int8_t, max_blocks> mirror_;
 };
 
