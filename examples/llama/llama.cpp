@@ -21,6 +21,8 @@
 
 #include <cstdio>
 
+#include "../cost_report.hpp"
+
 using namespace ctspmd;
 using model::collective;
 using model::phase;
@@ -65,13 +67,66 @@ static_assert(tp.bytes_in_block(0, phase::forward, collective::all_reduce) ==
 static_assert(sp.count_in_block(0, phase::optimizer, collective::all_reduce) == 9 * L + 2 * L);
 
 // ---- ZeRO: optimizer states sharded over dp ----------------------------------------------------
-constexpr auto zero = model::verified<llama::make_step<L, llama::variant::tensor_parallel, true>>();
+constexpr auto zero = model::verified<llama::make_step<L, llama::variant::tensor_parallel, llama::zero>>();
 static_assert(zero.count_in_block(0, phase::optimizer, collective::all_reduce) == 0);
 static_assert(zero.count_in_block(0, phase::optimizer, collective::reduce_scatter) == 9 * L);
 static_assert(zero.count_in_block(0, phase::optimizer, collective::all_gather) == 9 * L);
 static_assert(zero.bytes_in_block(0, phase::optimizer, collective::reduce_scatter) +
                   zero.bytes_in_block(0, phase::optimizer, collective::all_gather) ==
               tp.bytes_in_block(0, phase::optimizer, collective::all_reduce));
+
+// ---- what a step costs each device (<ctspmd/model/cost.hpp>), on 8-GPU H100 nodes ------------------
+// The mesh [2, 8]: mp's 8 devices share a node (NVLink), dp crosses nodes (InfiniBand).
+constexpr auto cluster = model::h100_cluster(llama::mesh);
+constexpr auto tp_cost = model::cost(tp_step, tp, cluster);
+// Parameters: each device holds its shard of every projection and the norms whole, in bf16;
+// outside the layers, its vocabulary rows of the embedding and the LM head, and the final norm.
+constexpr std::int64_t vocab = llama::vocab;
+constexpr std::int64_t outside_parameter_bytes = 2 * (2 * vocab * hid / mp + hid);
+static_assert(tp_cost.memory().parameters == L * layer_parameter_bytes + outside_parameter_bytes);
+// With plain bf16 gradients and fp32 moments (no master weights): 2 + 8 bytes a parameter.
+static_assert(tp_cost.memory().gradients == tp_cost.memory().parameters &&
+              tp_cost.memory().optimizer_states == 4 * tp_cost.memory().parameters);
+// Activations a layer keeps (b = 1 sequence a device, s, h; t = mp): its input and the attention
+// block's output (RMSNorm inputs) and the two RMSNorm outputs (the projections' inputs) 2sbh each,
+// the RMSNorm statistics 4sb each; q after rotary 2sbh/t, k after rotary and v 2 s b kv / t each,
+// flash attention's output (the output projection's input) 2sbh/t and its log-sum-exp
+// 4 b (heads/t) s and seed (16 bytes); gate, up and SwiGLU's output 2 s b ffn / t each.
+constexpr std::int64_t seq = llama::seq, micro = llama::batch / llama::dp, heads = llama::heads;
+constexpr std::int64_t sbh = seq * micro * hid;
+constexpr std::int64_t replicated_kept = 8 * sbh + 8 * seq * micro;
+constexpr std::int64_t sharded_kept =
+    (2 * sbh + 4 * seq * micro * kv + 2 * sbh + 6 * seq * micro * ffn) / mp + 4 * micro * (heads / mp) * seq + 16;
+// (The layers also write the last layer's output, which the final RMSNorm keeps: 2sbh more.)
+static_assert(tp_cost.kept_in_block(0) == L * (replicated_kept + sharded_kept) + 2 * sbh);
+// Sequence parallelism splits the rest over mp too (the projections' inputs kept as their
+// sequence shards, gathered again in backward).
+constexpr auto sp_step = llama::make_step<L, llama::variant::sequence_parallel>();
+constexpr auto sp_cost = model::cost(sp_step, sp, cluster);
+static_assert(sp_cost.kept_in_block(0) == L * (replicated_kept / mp + sharded_kept) + 2 * sbh / mp);
+// (Two a layer, and the LM head's input.)
+static_assert(sp_cost.collectives(phase::backward, collective::all_gather).count ==
+              sp.count(phase::backward, collective::all_gather) + 2 * L + 1);
+// Megatron's precision and distributed optimizer: 6 + 12/dp = 12 bytes a parameter.
+constexpr auto megatron_step = llama::make_step<L, llama::variant::sequence_parallel, llama::megatron>();
+constexpr auto megatron_cost =
+    model::cost(megatron_step, model::verified<llama::make_step<L, llama::variant::sequence_parallel, llama::megatron>>(),
+                cluster);
+static_assert(megatron_cost.memory().persistent() == 12 * (tp_cost.memory().parameters / 2));
+// Each fits an 80 GB H100; the peak falls at the end of the forward pass, in the loss (the
+// vocabulary-parallel softmax, fp32, kept for backward, with every layer's activations).
+static_assert(tp_cost.memory().peak < 80'000'000'000 && megatron_cost.memory().peak < tp_cost.memory().peak);
+static_assert(tp_cost.memory().peak_phase == phase::forward && tp_step.op_at(tp_cost.memory().peak_op).label == "loss");
+// The loss's own all-reduces (max, target logit, sum over the vocabulary) are counted too.
+static_assert(tp_cost.collectives(phase::forward, collective::all_reduce).count == 2 * L + 1 + 3);
+// Full recomputation keeps each layer's input only: 2sbh a layer; the forward runs again.
+constexpr auto full_step = llama::make_step<L, llama::variant::tensor_parallel, {.recompute = model::recompute::full}>();
+constexpr auto full_cost = model::cost(
+    full_step, model::verified<llama::make_step<L, llama::variant::tensor_parallel, {.recompute = model::recompute::full}>>(),
+    cluster);
+static_assert(full_cost.kept_in_block(0) == L * 2 * sbh);
+static_assert(full_cost.collectives(phase::backward, collective::all_reduce).count ==
+              tp_cost.collectives(phase::backward, collective::all_reduce).count + 2 * L);
 
 namespace {
 
@@ -106,4 +161,10 @@ int main() {
   report("Megatron tensor parallelism", tp);
   report("tensor + sequence parallelism", sp);
   report("tensor parallelism, ZeRO-sharded optimizer states", zero);
+  std::printf("What a step costs each device on H100 nodes (mp in a node, dp across):\n");
+  example::print_cost("Megatron tensor parallelism (bf16 parameters and gradients, fp32 moments)", tp_step, tp_cost);
+  example::print_cost("tensor + sequence parallelism", sp_step, sp_cost);
+  example::print_cost("tensor + sequence parallelism, Megatron's precision and distributed optimizer", megatron_step,
+                      megatron_cost);
+  example::print_cost("tensor parallelism, full recomputation", full_step, full_cost);
 }

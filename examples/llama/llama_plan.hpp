@@ -148,12 +148,21 @@ constexpr auto make_forward() {
   return forward<Layers, V>{}.plan;
 }
 
+/// ZeRO-1 over dp: the optimizer states sharded, the gradients reduce-scattered and the updated
+/// parameters all-gathered.
+inline constexpr model::training_options zero{.shard_optimizer_states_on = 0};
+/// Megatron's mixed precision with its distributed optimizer: bf16 parameters, fp32 gradients,
+/// fp32 master weights and moments, the optimizer state sharded over dp (6 + 12/dp bytes a
+/// parameter).
+inline constexpr model::training_options megatron{.shard_optimizer_states_on = 0, .gradient_element_bytes = 4,
+                                                  .master_weights = true};
+
 /// The training step: forward, backward, adamw and the data-parallel gradient all-reduce (or,
-/// with `zero`, the reduce-scatter and all-gather of ZeRO-sharded optimizer states).
-template <std::size_t Layers, variant V = variant::tensor_parallel, bool Zero = false>
+/// with ZeRO's options, the reduce-scatter and all-gather of sharded optimizer states).
+template <std::size_t Layers, variant V = variant::tensor_parallel, model::training_options Options = {}>
 constexpr auto make_step() {
   const forward<Layers, V> f;
-  return model::training_step(f.plan, f.loss, {.shard_optimizer_states_on = Zero ? 0 : -1});
+  return model::training_step(f.plan, f.loss, Options);
 }
 
 }  // namespace llama
