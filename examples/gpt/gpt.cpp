@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <string>
 
+#include "../cost_report.hpp"
+
 using namespace ctspmd;
 using model::collective;
 
@@ -52,6 +54,22 @@ constexpr auto sp_train = model::verified<gpt::make_step<layers, gpt::variant::s
 static_assert(sp_train.count_in_block(0, model::phase::backward, collective::all_gather) == 2 * layers);
 static_assert(sp_train.count_in_block(0, model::phase::backward, collective::reduce_scatter) == 2 * layers);
 static_assert(sp_train.count_in_block(0, model::phase::backward, collective::all_reduce) == 0);
+
+// ---- what the step costs each device (<ctspmd/model/cost.hpp>), on one 8-GPU H100 node ----------
+constexpr auto tp_cost = model::cost(tp_step, tp_train);
+constexpr auto sp_step = gpt::make_step<layers, gpt::variant::sequence_parallel>();
+constexpr auto sp_cost = model::cost(sp_step, sp_train);
+// The layers' matmuls: per token 24 h^2 FLOPs forward (QKV 6h^2, output 2h^2, MLP 16h^2) and 4 s h for
+// the attention scores and their product with V, split over mp; backward twice that.
+constexpr std::int64_t tokens = gpt::batch / gpt::dp * gpt::seq, h = gpt::hidden;
+constexpr std::int64_t layer_matmul_flops = tokens * (24 * h * h + 4 * gpt::seq * h) / gpt::mp;
+static_assert(tp_cost.flops(model::phase::forward) > layers * layer_matmul_flops &&
+              tp_cost.flops(model::phase::backward) > 2 * layers * layer_matmul_flops);
+// Sequence parallelism keeps less (the activations outside the regions split over mp) and sends
+// the same forward, more backward (the projections' inputs, kept as their shards, gathered again).
+static_assert(sp_cost.memory().activations < tp_cost.memory().activations);
+static_assert(sp_cost.collectives(model::phase::backward, collective::all_gather).count ==
+              sp_train.count(model::phase::backward, collective::all_gather) + 2 * layers + 1);
 
 namespace {
 
@@ -101,4 +119,7 @@ int main() {
               static_cast<long long>(gpt::seq), static_cast<long long>(gpt::hidden), static_cast<long long>(gpt::heads));
   print("Megatron tensor parallelism", tp_plan, tp);
   print("tensor + sequence parallelism", sp_plan, sp);
+  std::printf("The training step's cost, each device, on one H100 node:\n");
+  example::print_cost("Megatron tensor parallelism", tp_step, tp_cost);
+  example::print_cost("tensor + sequence parallelism", sp_step, sp_cost);
 }

@@ -22,6 +22,8 @@
 
 #include <cstdio>
 
+#include "../cost_report.hpp"
+
 using namespace ctspmd;
 using model::collective;
 using model::phase;
@@ -47,6 +49,14 @@ constexpr std::int64_t logit_bytes = (mixtral::dp - 1) * (mixtral::tokens / mixt
 static_assert(moe.bytes_in_block(0, phase::forward, collective::all_gather) == L * (token_bytes + logit_bytes + rows_bytes));
 static_assert(moe.bytes_in_block(0, phase::backward, collective::all_gather) == L * rows_bytes);
 
+// What the step costs each device, on H100 nodes (ep's 8 devices in a node, dp across).
+constexpr auto moe_cost = model::cost(step, moe);
+// Each ep rank holds one expert's three weights whole (bf16), its shard of nothing else but the
+// replicated norm and router: the experts dominate.
+constexpr std::int64_t expert_bytes = 3 * 2 * mixtral::hidden * mixtral::ffn;
+static_assert(moe_cost.memory().parameters > L * expert_bytes && moe_cost.memory().parameters < L * expert_bytes * 11 / 10);
+static_assert(moe_cost.memory().peak < 80'000'000'000);
+
 int main() {
   std::printf("Mixtral-8x7B MoE layer training step, %zu layers, mesh [dp = %lld, ep = %lld], %lld tokens, capacity %lld\n\n",
               L, static_cast<long long>(mixtral::dp), static_cast<long long>(mixtral::ep),
@@ -60,4 +70,6 @@ int main() {
       std::printf("%-10.*s %-15.*s %14zu %18lld\n", static_cast<int>(to_string(ph).size()), to_string(ph).data(),
                   static_cast<int>(to_string(k).size()), to_string(k).data(), moe.count_in_block(0, ph, k),
                   static_cast<long long>(moe.bytes_in_block(0, ph, k)));
+  std::printf("\n");
+  example::print_cost("expert parallelism, bf16 parameters and gradients, fp32 moments, on H100 nodes", step, moe_cost);
 }

@@ -51,9 +51,10 @@
 /// and no all-gather of the updated parameter after the optimizer step (its gradient's
 /// reduce-scatter stays). Local slices and local partials send nothing and take no time.
 ///
-/// **FLOPs** (`flops(phase)`), per device from local shapes: a matmul or bmm 2·(output
-/// elements)·(contracted length); flash_attention 4·(query elements)·(key length), halved when
-/// causal; their grads twice their forward (the convention of model FLOPs); data movement
+/// **FLOPs** (`flops(phase)`), per device from the local shapes of the inputs as the operator read
+/// them (after their reshards): a matmul or bmm 2·(x's elements)·(y's output length), which is
+/// 2mnk; flash_attention 4·(q's elements)·(k's length), halved when causal; their grads twice
+/// their forward (the convention of model FLOPs); data movement
 /// (reshape, transpose, assign, slice, concat, gathers, embeddings, ...) none; any other operator
 /// one per output element. `model_flops()` is forward + backward; `hardware_flops()` adds the
 /// recomputed forward and the optimizer.
@@ -263,12 +264,18 @@ class coster {
  private:
   using size_t = std::size_t;
   static constexpr std::int32_t none = -1;
-  enum flag : std::uint8_t { excluded = 1, read_in_mirror = 2, gathered_again = 4 };
+  enum flag : std::uint8_t {
+    excluded = 1,
+    read_in_mirror = 2,
+    gathered_again = 4,  ///< kept as `source_`'s copy, gathered again in backward
+    read_gathered = 8,   ///< a copy kept as read, after an all-gather
+    read_moved = 16,     ///< a copy kept as read, after another collective
+  };
   enum op_flag : std::uint8_t { moves = 1, gathers = 2 };  ///< a reshard at the operator sends data; gathers
 
   // ---- where each operator runs, and how often ----
   constexpr void map_blocks() {
-    for (size_t i = 0; i < p_.op_count(); ++i) block_of_[i] = -1, op_flags_[i] = 0;
+    for (size_t i = 0; i < p_.op_count(); ++i) block_of_[i] = -1, op_flags_[i] = 0, first_entry_[i] = -1;
     for (size_t i = 0; i <= p_.op_count(); ++i) delta_[i] = 0;
     for (size_t b = 0; b < max_blocks; ++b) mirror_[b] = -1;
     for (size_t b = 0; b < p_.block_count(); ++b) {
@@ -381,30 +388,54 @@ class coster {
            rule == "unsqueeze" || rule == "unsqueeze2";
   }
   /// A kept input is the tensor itself where it was read in its own layout; an `assign` or a
-  /// reshape that moved nothing gives a view of its input (an assign that gathers, under
-  /// sequence parallelism, is gathered again in backward unless `keep_gathered_inputs`).
+  /// reshape that moved nothing gives a view of its input. A tensor an all-gather made, by an
+  /// `assign` or by resharding an operator's input, is kept as its source and gathered again in
+  /// backward (unless `keep_gathered_inputs`, or a full recomputation gathers it again anyway).
   constexpr void find_aliases() {
     for (size_t e = 0; e < r_.reshard_entries(); ++e) {
       const auto& s = r_.reshard_at(e);
-      if (s.kind != collective::local_slice && s.kind != collective::local_partial) op_flags_[s.op] |= moves;
-      if (s.kind == collective::all_gather) op_flags_[s.op] |= gathers;
+      if (first_entry_[s.op] < 0) first_entry_[s.op] = static_cast<std::int32_t>(e);
+      if (!sends(s.kind)) continue;
+      op_flags_[s.op] |= s.kind == collective::all_gather ? moves | gathers : moves;
+      const auto& op = p_.op_at(s.op);
+      if (!s.on_output && s.operand < op.saved.size() && op.saved[s.operand] != 0xffff)
+        flags_[op.saved[s.operand]] |= s.kind == collective::all_gather ? read_gathered : read_moved;
     }
     for (size_t i = 0; i < p_.op_count(); ++i) {
       const auto& op = p_.op_at(i);
       if (op.phase != phase::forward) continue;
+      const bool regather = !options_.keep_gathered_inputs && !(options_.recompute == recompute::full && forward_block(i) >= 0);
       for (size_t k = 0; k < op.saved.size(); ++k) {
         const auto s = op.saved[k];
-        if (s != 0xffff && r_.attr({s}) == r_.attr({op.inputs[k]})) canon_[s] = canon_[op.inputs[k]];
+        if (s == 0xffff) continue;
+        if (r_.attr({s}) == r_.attr({op.inputs[k]})) {
+          canon_[s] = canon_[op.inputs[k]];
+        } else if (regather && (flags_[s] & (read_gathered | read_moved)) == read_gathered) {
+          flags_[s] |= gathered_again;
+          source_[s] = canon_[op.inputs[k]];
+        }
       }
       if (!is_view(op.rule) || op.inputs.empty() || op.outputs.size() != 1) continue;
       const auto in = op.inputs[0], out = op.outputs[0];
       if ((flags_[in] & excluded) != 0 || (flags_[out] & excluded) != 0) continue;
-      if ((op_flags_[i] & moves) == 0)
+      if ((op_flags_[i] & moves) == 0) {
         canon_[out] = canon_[in];
-      else if (op.rule == "assign" && (op_flags_[i] & gathers) != 0 && !options_.keep_gathered_inputs &&
-               !(options_.recompute == recompute::full && forward_block(i) >= 0))
+      } else if (op.rule == "assign" && (op_flags_[i] & gathers) != 0 && regather) {
         flags_[out] |= gathered_again;
+        source_[out] = canon_[in];
+      }
     }
+  }
+  /// True if reshard entry `e` is sent again in backward: its operator is recomputed, or it gathers
+  /// a tensor kept as its source.
+  constexpr bool sent_again(const reshard& e) const {
+    if (!sends(e.kind)) return false;
+    if (recomputed(e.op)) return true;
+    const auto& op = p_.op_at(e.op);
+    if (op.phase != phase::forward || e.kind != collective::all_gather) return false;
+    if (op.rule == "assign" && op.outputs.size() == 1 && (flags_[op.outputs[0]] & gathered_again) != 0) return true;
+    return !e.on_output && e.operand < op.saved.size() && op.saved[e.operand] != 0xffff &&
+           (flags_[op.saved[e.operand]] & gathered_again) != 0;
   }
   /// The forward block one copy of buffer c per run of which lives (written by its operators, or
   /// its input), or -1.
@@ -418,8 +449,7 @@ class coster {
     const auto& op = p_.op_at(i);
     if (op.phase != phase::forward) return false;
     if (options_.recompute == recompute::full && forward_block(i) >= 0) return true;
-    if (options_.recompute == recompute::selective && op.recomputable) return true;
-    return op.outputs.size() == 1 && (flags_[op.outputs[0]] & gathered_again) != 0;  // a gather, again
+    return options_.recompute == recompute::selective && op.recomputable;
   }
 
   // ---- lifetimes ----
@@ -458,10 +488,7 @@ class coster {
         const auto c = canon_[t];
         if ((flags_[c] & excluded) != 0 || bytes_[c] == 0 || (k < 32 && ((op.shape_only >> k) & 1) != 0)) continue;
         read(c, i, backward);
-        if (backward && (flags_[c] & gathered_again) != 0) {  // the shard is what was kept
-          const auto producer = static_cast<size_t>(p_.tensor_at(c).producer);
-          read(canon_[p_.op_at(producer).inputs[0]], i, true);
-        }
+        if (backward && (flags_[c] & gathered_again) != 0) read(source_[c], i, true);  // the shard is what was kept
       }
     }
   }
@@ -545,7 +572,7 @@ class coster {
       // ZeRO-3 keeps the updated parameter sharded: no gather after the update.
       if (stage3 && s.phase == phase::optimizer && s.kind == collective::all_gather) continue;
       add(s.phase, s.kind, s.mesh_dim, times, s.bytes);
-      if (sends(s.kind) && recomputed(s.op)) add(phase::backward, s.kind, s.mesh_dim, times, s.bytes);
+      if (sent_again(s)) add(phase::backward, s.kind, s.mesh_dim, times, s.bytes);
     }
     for (size_t i = 0; i < p_.op_count(); ++i) {
       const auto& op = p_.op_at(i);
@@ -586,37 +613,46 @@ class coster {
       if (n == rule) return true;
     return false;
   }
-  /// The local size of dim d (from the end if negative) of input k of operator `op`.
-  constexpr std::int64_t input_dim(const operator_info& op, size_t k, std::int64_t d) const {
-    const auto t = op.inputs[k];
-    const auto& shape = p_.tensor_at(t).shape;
+  /// The layout operator i read its input k in: resharded, if it was (the entries of an
+  /// operator follow its first), else as propagated.
+  constexpr const tensor_dist_attr& read_layout(size_t i, size_t k) const {
+    if (first_entry_[i] >= 0)
+      for (auto e = static_cast<size_t>(first_entry_[i]); e < r_.reshard_entries() && r_.reshard_at(e).op == i; ++e)
+        if (const auto& s = r_.reshard_at(e); !s.on_output && s.operand == k) return s.to;
+    return r_.attr({p_.op_at(i).inputs[k]});
+  }
+  /// Elements of input k of operator i, and the local size of its dim d (from the end if
+  /// negative; 1 for a scalar), as read.
+  constexpr std::int64_t input_elements(size_t i, size_t k) const {
+    return local_elements(p_.op_at(i).inputs[k], read_layout(i, k));
+  }
+  constexpr std::int64_t input_dim(size_t i, size_t k, std::int64_t d) const {
+    const auto& shape = p_.tensor_at(p_.op_at(i).inputs[k]).shape;
     const auto rank = static_cast<std::int64_t>(shape.size());
     if (rank == 0) return 1;
     const auto at = static_cast<size_t>(d < 0 ? (d + rank < 0 ? 0 : d + rank) : d);
-    return local_size(r_.attr({t}), shape, at);
+    return local_size(read_layout(i, k), shape, at);
   }
+  /// Operator i's FLOPs on a device, from its inputs as it read them (see the file comment).
   constexpr std::int64_t op_flops(size_t i) const {
     const auto& op = p_.op_at(i);
     const std::string_view rule = op.rule;
-    if (rule == "matmul" || rule == "matmul_v2" || rule == "matmul_grad") {
-      const bool trans_x = op.attributes.template get<rules::matmul_attributes>().trans_x;
-      const auto k = input_dim(op, 0, p_.tensor_at(op.inputs[0]).shape.size() == 1 || !trans_x ? -1 : -2);
-      const std::int64_t f = 2 * local_elements(rule == "matmul_grad" ? op.inputs[2] : op.outputs[0]) * k;
-      return rule == "matmul_grad" ? 2 * f : f;
+    const bool grad = rule.size() > 5 && rule.substr(rule.size() - 5) == "_grad";
+    if (rule == "matmul" || rule == "matmul_v2" || rule == "matmul_grad") {  // 2 x (x's elements) x n
+      const auto& a = op.attributes.template get<rules::matmul_attributes>();
+      const bool vector = p_.tensor_at(op.inputs[1]).shape.size() < 2;
+      const std::int64_t f = 2 * input_elements(i, 0) * (vector ? 1 : input_dim(i, 1, a.trans_y ? -2 : -1));
+      return grad ? 2 * f : f;
     }
     if (rule == "bmm" || rule == "bmm_grad") {
-      const std::int64_t f = 2 * local_elements(rule == "bmm_grad" ? op.inputs[2] : op.outputs[0]) * input_dim(op, 0, -1);
-      return rule == "bmm_grad" ? 2 * f : f;
+      const std::int64_t f = 2 * input_elements(i, 0) * input_dim(i, 1, -1);
+      return grad ? 2 * f : f;
     }
-    if (rule == "flash_attention") {
-      const bool causal = op.attributes.template get<rules::flash_attention_attributes>().causal;
-      const std::int64_t f = 4 * local_elements(op.inputs[0]) * input_dim(op, 1, 1);
-      return causal ? f / 2 : f;
-    }
-    if (rule == "flash_attention_grad") {
-      const bool causal = op.attributes.template get<rules::flash_attention_grad_attributes>().causal;
-      const std::int64_t f = 8 * local_elements(op.inputs[0]) * input_dim(op, 1, 1);
-      return causal ? f / 2 : f;
+    if (rule == "flash_attention" || rule == "flash_attention_grad") {  // 4 x (q's elements) x (k's length)
+      const bool causal = grad ? op.attributes.template get<rules::flash_attention_grad_attributes>().causal
+                               : op.attributes.template get<rules::flash_attention_attributes>().causal;
+      const std::int64_t f = 4 * input_elements(i, 0) * input_dim(i, 1, 1) / (causal ? 2 : 1);
+      return grad ? 2 * f : f;
     }
     if (moves_only(rule)) return 0;
     std::int64_t n = 0;
@@ -664,12 +700,13 @@ class coster {
   // Per tensor and per operator, the first tensor_count / op_count entries: left uninitialised
   // past them (a plan's capacity may be many times what it uses), each written before it is read.
   std::array<std::int64_t, T> bytes_;
-  std::array<std::uint16_t, T> canon_, state_;
+  std::array<std::uint16_t, T> canon_, state_, source_;
   std::array<std::int32_t, T> start_, last_fwd_, first_bwd_, last_bwd_;
   std::array<std::uint8_t, T> flags_;
   std::array<std::int64_t, O + 1> delta_;
   std::array<std::int8_t, O> block_of_;
   std::array<std::uint8_t, O> op_flags_;
+  std::array<std::int32_t, O> first_entry_;  ///< the operator's first reshard entry, or -1
   std::array<std::int8_t, max_blocks> mirror_;
 };
 
