@@ -270,6 +270,7 @@ class coster {
     gathered_again = 4,  ///< kept as `source_`'s copy, gathered again in backward
     read_gathered = 8,   ///< a copy kept as read, after an all-gather
     read_moved = 16,     ///< a copy kept as read, after another collective
+    is_kept = 32,        ///< kept from forward for backward
   };
   enum op_flag : std::uint8_t { moves = 1, gathers = 2 };  ///< a reshard at the operator sends data; gathers
 
@@ -522,17 +523,20 @@ class coster {
         continue;
       }
       // Kept: the current copy until its last backward reader; a block's other runs' copies over
-      // the block's forward and backward passes.
+      // the block's forward and backward passes. (A block's first run's input is its source: if
+      // the source is kept too, that copy is the source's.)
       std::size_t copies = 1;
-      live(start, last_bwd_[c], w);
       if (fb >= 0 && (flags_[c] & read_in_mirror) != 0) {
         const auto& f = p_.block_at(static_cast<size_t>(fb));
-        copies = f.count;
+        copies = f.count - (block_input && (flags_[canon_[f.source.index]] & is_kept) != 0 ? 1 : 0);
         const auto& b = p_.block_at(static_cast<size_t>(mirror_[static_cast<size_t>(fb)]));
         if (copies > 1)
           live(static_cast<std::int32_t>(f.first_op), static_cast<std::int32_t>(b.end_op) - 1,
                static_cast<std::int64_t>(copies - 1) * w);
       }
+      if (copies == 0) continue;
+      live(start, last_bwd_[c], w);
+      flags_[c] |= is_kept;
       m.activations += static_cast<std::int64_t>(copies) * w;
       if (fb >= 0) out_.kept_in_block_[static_cast<size_t>(fb)] += static_cast<std::int64_t>(copies) * w;
       if (kept_ != nullptr) kept_->push_back({c, w, copies, fb});
