@@ -24,14 +24,24 @@
 ///   as do the outputs of operators with an empty recipe (argmax, numel, comparisons, ...). An
 ///   operator with no recipe on the gradient's path is an error naming it.
 /// - **optimizer**: `adamw` on every parameter the loss reaches (param, grad, learning_rate,
-///   moment1, moment2, -, beta1_pow, beta2_pow), its updated value pinned to the parameter's
-///   layout (`tensor_info::layout_of`). The data-parallel synchronisation is what the rules then
-///   require: a gradient partial over the data-parallel mesh dim is all-reduced before the update;
-///   with `shard_optimizer_states_on = m` (ZeRO-1/2), the moments are sharded on mesh dim m, so the
-///   gradient is reduce-scattered to each device's shard and the updated shard all-gathered back
-///   to the parameter's layout. The moments are sharded on the parameter's first dim not sharded
-///   by its annotation (dim 0 if it has none) whose size mesh dim m divides; a parameter with no
-///   such dim keeps replicated states.
+///   moment1, moment2, -, beta1_pow, beta2_pow, and master_param with `master_weights`), its
+///   updated value pinned to the parameter's layout (`tensor_info::layout_of`). The data-parallel
+///   synchronisation is what the rules then require: a gradient partial over the data-parallel
+///   mesh dim is all-reduced before the update; with `shard_optimizer_states_on = m` (ZeRO), the
+///   moments are sharded on mesh dim m, so the gradient is reduce-scattered to each device's shard
+///   and the updated shard all-gathered back to the parameter's layout. The moments are sharded
+///   on the parameter's first dim not sharded by its annotation whose size m divides; else
+///   co-sharded (m minor) on its first dim whose shard m divides, else on its first dim of at least
+///   m's size, unevenly: every parameter's state is sharded, as frameworks shard one flat buffer.
+///   (A parameter smaller than m, or already sharded over m, keeps its own layout.) Where the
+///   state co-shards a dim the parameter shards, adamw's vote would replicate that dim, so the
+///   update runs on the shard: `assign`s reduce-scatter the gradient and slice the parameter, and
+///   a third gathers the updated shard back.
+/// - `training_options` (plan.hpp) also say in which precision the step keeps its state
+///   (`gradient_element_bytes`: a parameter's gradient tensors take it; `state_element_bytes`;
+///   `master_weights`), ZeRO's stage (1 to 3) and the recomputation policy: the step's operators
+///   are the same for each stage and policy; what they change is what the step costs
+///   (`<ctspmd/model/cost.hpp>`). The step keeps its options (`plan::training()`).
 ///
 /// A repeated block's backward pass is a repeated block too (`block_info::mirror_of`), whose runs
 /// read the forward runs' tensors last run first; its parameters are updated in its body (per
