@@ -77,7 +77,7 @@ constexpr auto step = ctspmd::model::verified<llama::make_step<LLAMA_LAYERS>>();
 static_assert(step.expect_in_block(llama::make_step<LLAMA_LAYERS>(), 0, ctspmd::model::phase::backward,
                                    collective::all_reduce, 2 * LLAMA_LAYERS));
 #if COST
-constexpr auto step_cost = ctspmd::model::cost(llama::make_step<LLAMA_LAYERS>(), step);
+constexpr auto step_cost = ctspmd::model::cost(ctspmd::model::plan_of<llama::make_step<LLAMA_LAYERS>>, step);
 static_assert(step_cost.memory().parameters > 0 &&
               step_cost.collectives(ctspmd::model::phase::forward, collective::all_reduce).count == 2 * LLAMA_LAYERS + 1 + 3);
 #endif

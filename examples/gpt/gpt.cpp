@@ -45,7 +45,7 @@ static_assert(tp.bytes_in_block(0, collective::all_reduce) > 0);
 // Megatron's backward pass mirrors the forward one (Shoeybi et al. 2019; Korthikanti et al. 2022):
 // 2 all-reduces per layer, or with sequence parallelism 2 all-gathers and 2 reduce-scatters.
 // The optimizer all-reduces each of a layer's 8 parameters' gradients over dp.
-constexpr auto tp_step = gpt::make_step<layers>();
+constexpr auto& tp_step = model::plan_of<gpt::make_step<layers>>;
 constexpr auto tp_train = model::verified<gpt::make_step<layers>>();
 static_assert(tp_train.expect_in_block(tp_step, 0, model::phase::forward, collective::all_reduce, 2 * layers));
 static_assert(tp_train.expect_in_block(tp_step, 0, model::phase::backward, collective::all_reduce, 2 * layers));
@@ -57,7 +57,7 @@ static_assert(sp_train.count_in_block(0, model::phase::backward, collective::all
 
 // ---- what the step costs each device (<ctspmd/model/cost.hpp>), on one 8-GPU H100 node ----------
 constexpr auto tp_cost = model::cost(tp_step, tp_train);
-constexpr auto sp_step = gpt::make_step<layers, gpt::variant::sequence_parallel>();
+constexpr auto& sp_step = model::plan_of<gpt::make_step<layers, gpt::variant::sequence_parallel>>;
 constexpr auto sp_cost = model::cost(sp_step, sp_train);
 // The layers' matmuls: per token 24 h^2 FLOPs forward (QKV 6h^2, output 2h^2, MLP 16h^2) and 4 s h for
 // the attention scores and their product with V, split over mp; backward twice that.

@@ -30,7 +30,7 @@ using model::phase;
 constexpr std::size_t L = llama::layers;
 
 // ---- Megatron tensor parallelism --------------------------------------------------------------
-constexpr auto tp_step = llama::make_step<L>();
+constexpr auto& tp_step = model::plan_of<llama::make_step<L>>;
 constexpr auto tp = model::verified<llama::make_step<L>>();
 // In the layers: two all-reduces forward, two backward, nothing else.
 static_assert(tp.expect_in_block(tp_step, 0, phase::forward, collective::all_reduce, 2 * L));
@@ -101,14 +101,14 @@ constexpr std::int64_t sharded_kept =
 static_assert(tp_cost.kept_in_block(0) == L * (replicated_kept + sharded_kept) + 2 * sbh);
 // Sequence parallelism splits the rest over mp too (the projections' inputs kept as their
 // sequence shards, gathered again in backward).
-constexpr auto sp_step = llama::make_step<L, llama::variant::sequence_parallel>();
+constexpr auto& sp_step = model::plan_of<llama::make_step<L, llama::variant::sequence_parallel>>;
 constexpr auto sp_cost = model::cost(sp_step, sp, cluster);
 static_assert(sp_cost.kept_in_block(0) == L * (replicated_kept / mp + sharded_kept) + 2 * sbh / mp);
 // (Two a layer, and the LM head's input.)
 static_assert(sp_cost.collectives(phase::backward, collective::all_gather).count ==
               sp.count(phase::backward, collective::all_gather) + 2 * L + 1);
 // Megatron's precision and distributed optimizer: 6 + 12/dp = 12 bytes a parameter.
-constexpr auto megatron_step = llama::make_step<L, llama::variant::sequence_parallel, llama::megatron>();
+constexpr auto& megatron_step = model::plan_of<llama::make_step<L, llama::variant::sequence_parallel, llama::megatron>>;
 constexpr auto megatron_cost =
     model::cost(megatron_step, model::verified<llama::make_step<L, llama::variant::sequence_parallel, llama::megatron>>(),
                 cluster);
@@ -120,10 +120,9 @@ static_assert(tp_cost.memory().peak_phase == phase::forward && tp_step.op_at(tp_
 // The loss's own all-reduces (max, target logit, sum over the vocabulary) are counted too.
 static_assert(tp_cost.collectives(phase::forward, collective::all_reduce).count == 2 * L + 1 + 3);
 // Full recomputation keeps each layer's input only: 2sbh a layer; the forward runs again.
-constexpr auto full_step = llama::make_step<L, llama::variant::tensor_parallel, {.recompute = model::recompute::full}>();
+constexpr auto& full_step = model::plan_of<llama::make_step<L, llama::variant::tensor_parallel, llama::full_recompute>>;
 constexpr auto full_cost = model::cost(
-    full_step, model::verified<llama::make_step<L, llama::variant::tensor_parallel, {.recompute = model::recompute::full}>>(),
-    cluster);
+    full_step, model::verified<llama::make_step<L, llama::variant::tensor_parallel, llama::full_recompute>>(), cluster);
 static_assert(full_cost.kept_in_block(0) == L * 2 * sbh);
 static_assert(full_cost.collectives(phase::backward, collective::all_reduce).count ==
               tp_cost.collectives(phase::backward, collective::all_reduce).count + 2 * L);

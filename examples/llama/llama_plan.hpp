@@ -159,7 +159,10 @@ inline constexpr model::training_options megatron{.shard_optimizer_states_on = 0
 
 /// The training step: forward, backward, adamw and the data-parallel gradient all-reduce (or,
 /// with ZeRO's options, the reduce-scatter and all-gather of sharded optimizer states).
-template <std::size_t Layers, variant V = variant::tensor_parallel, model::training_options Options = {}>
+/// Full recomputation: each layer keeps its input only.
+inline constexpr model::training_options full_recompute{.recompute = model::recompute::full};
+
+template <std::size_t Layers, variant V = variant::tensor_parallel, model::training_options Options = model::training_options{}>
 constexpr auto make_step() {
   const forward<Layers, V> f;
   return model::training_step(f.plan, f.loss, Options);

@@ -30,7 +30,7 @@ using model::phase;
 
 constexpr std::size_t L = mixtral::layers;
 
-constexpr auto step = mixtral::make_step<L>();
+constexpr auto& step = model::plan_of<mixtral::make_step<L>>;
 constexpr auto moe = model::verified<mixtral::make_step<L>>();
 static_assert(moe.expect_in_block(step, 0, phase::forward, collective::all_gather, 3 * L));
 static_assert(moe.count_in_block(0, phase::backward, collective::all_gather) == L);

@@ -137,7 +137,7 @@ using gpt::layers;
 using gpt::sbh;
 
 // -- no parallelism (t = 1): sbh (34 + 5as/h) a layer --
-constexpr auto none_step = gpt::make_step<1, false>();
+constexpr auto& none_step = model::plan_of<gpt::make_step<1, false>>;
 constexpr auto none_r = model::verified<gpt::make_step<1, false>>();
 constexpr auto none_cost = model::cost(none_step, none_r);
 static_assert(none_cost.kept_in_block(0) == layers * (34 * sbh + 5 * as2b + gpt::statistics(1, false)));
@@ -158,14 +158,14 @@ static_assert(gpt::kept_named(none_kept, none_step, "probs") == layers * 2 * as2
 static_assert(none_cost.memory().activations == none_cost.kept_in_block(0));
 
 // -- tensor parallelism (t = 8): sbh (10 + 24/t + 5as/(ht)) --
-constexpr auto tp_step = gpt::make_step<8, false>();
+constexpr auto& tp_step = model::plan_of<gpt::make_step<8, false>>;
 constexpr auto tp_cost = model::cost(tp_step, model::verified<gpt::make_step<8, false>>());
 static_assert(tp_cost.kept_in_block(0) == layers * (10 * sbh + 24 * sbh / 8 + 5 * as2b / 8 + gpt::statistics(8, false)));
 // The 22B model: 59.25 GiB of activations (the paper's Table 2 formula, TP only), plus the statistics.
 static_assert(tp_cost.kept_in_block(0) - layers * gpt::statistics(8, false) == 59 * model::GiB + model::GiB / 4);
 
 // -- tensor and sequence parallelism: (sbh/t)(34 + 5as/h) --
-constexpr auto sp_step = gpt::make_step<8, true>();
+constexpr auto& sp_step = model::plan_of<gpt::make_step<8, true>>;
 constexpr auto sp_cost = model::cost(sp_step, model::verified<gpt::make_step<8, true>>());
 static_assert(sp_cost.kept_in_block(0) == layers * ((34 * sbh + 5 * as2b) / 8 + gpt::statistics(8, true)));
 // The gathered inputs of the QKV projections and fc1 are kept as their shards and gathered again
@@ -174,14 +174,14 @@ static_assert(sp_cost.collectives(phase::forward, collective::all_gather).count 
 static_assert(sp_cost.collectives(phase::backward, collective::all_gather).count == 2 * layers + 2 * layers);
 
 // -- selective recomputation (with sequence parallelism): 34 sbh / t --
-constexpr auto sel_cost = model::cost(gpt::make_step<8, true, model::recompute::selective>(),
+constexpr auto sel_cost = model::cost(model::plan_of<gpt::make_step<8, true, model::recompute::selective>>,
                                       model::verified<gpt::make_step<8, true, model::recompute::selective>>());
 static_assert(sel_cost.kept_in_block(0) == layers * (34 * sbh / 8 + gpt::statistics(8, true)));
 // The core runs again: its FLOPs, Q K^T and the product with V, count twice more per layer.
 static_assert(sel_cost.recompute_flops() > 0 && sel_cost.model_flops() == sp_cost.model_flops());
 
 // -- full recomputation: 2 sbh, each layer's input --
-constexpr auto full_cost = model::cost(gpt::make_step<8, false, model::recompute::full>(),
+constexpr auto full_cost = model::cost(model::plan_of<gpt::make_step<8, false, model::recompute::full>>,
                                        model::verified<gpt::make_step<8, false, model::recompute::full>>());
 static_assert(full_cost.kept_in_block(0) == layers * 2 * sbh);
 // The recomputed forward sends its all-reduces again: two a layer forward, two backward (f's) and
@@ -214,7 +214,7 @@ constexpr auto make_step() {
                               {.shard_optimizer_states_on = Stage == 0 ? -1 : 0, .zero_stage = Stage, .master_weights = true});
 }
 template <std::int64_t Stage>
-constexpr auto persistent = model::cost(make_step<Stage>(), model::verified<make_step<Stage>>()).memory().persistent();
+constexpr auto persistent = model::cost(model::plan_of<make_step<Stage>>, model::verified<make_step<Stage>>()).memory().persistent();
 }  // namespace zero
 static_assert(zero::persistent<0> == 16 * zero::psi);                       // 120 GB
 static_assert(zero::persistent<1> == 4 * zero::psi + 12 * zero::psi / 64);  // 31.4 GB
@@ -225,9 +225,9 @@ static_assert(zero::persistent<1> == 31'406'250'000 && zero::persistent<2> == 16
 // Communication: stages 1 and 2 send what data parallelism does (a reduce-scatter and an
 // all-gather instead of an all-reduce, the same bytes); stage 3 gathers the parameter before
 // forward and again for backward, and no longer after the update: 3Ψ against 2Ψ.
-constexpr auto zero0 = model::cost(zero::make_step<0>(), model::verified<zero::make_step<0>>());
-constexpr auto zero2 = model::cost(zero::make_step<2>(), model::verified<zero::make_step<2>>());
-constexpr auto zero3 = model::cost(zero::make_step<3>(), model::verified<zero::make_step<3>>());
+constexpr auto zero0 = model::cost(model::plan_of<zero::make_step<0>>, model::verified<zero::make_step<0>>());
+constexpr auto zero2 = model::cost(model::plan_of<zero::make_step<2>>, model::verified<zero::make_step<2>>());
+constexpr auto zero3 = model::cost(model::plan_of<zero::make_step<3>>, model::verified<zero::make_step<3>>());
 constexpr std::int64_t sent(const auto& c) {
   std::int64_t n = 0;
   for (auto ph : {phase::forward, phase::backward, phase::optimizer})
@@ -263,12 +263,13 @@ constexpr auto make_step() {
 }
 inline constexpr std::int64_t params = 1024 * 4096;
 template <bool Sharded>
-constexpr auto persistent = model::cost(make_step<Sharded>(), model::verified<make_step<Sharded>>()).memory().persistent();
+constexpr auto persistent =
+    model::cost(model::plan_of<make_step<Sharded>>, model::verified<make_step<Sharded>>()).memory().persistent();
 }  // namespace megatron
 static_assert(megatron::persistent<false> == 18 * megatron::params);
 static_assert(2 * megatron::persistent<true> == 15 * megatron::params);  // 6 + 12/8 = 7.5
 // fp32 gradients are reduced in fp32: the all-reduce sends twice a bf16 gradient's bytes.
-static_assert(model::cost(megatron::make_step<false>(), model::verified<megatron::make_step<false>>())
+static_assert(model::cost(model::plan_of<megatron::make_step<false>>, model::verified<megatron::make_step<false>>())
                   .collectives(phase::optimizer, collective::all_reduce)
                   .bytes == 2 * 7 * megatron::params * 4 / 8);
 

@@ -272,7 +272,8 @@ class coster {
     read_moved = 16,     ///< a copy kept as read, after another collective
     is_kept = 32,        ///< kept from forward for backward
   };
-  enum op_flag : std::uint8_t { moves = 1, gathers = 2 };  ///< a reshard at the operator sends data; gathers
+  /// Per operator: one of its reshards sends data; one all-gathers.
+  enum op_flag : std::uint8_t { moves = 1, gathers = 2 };
 
   // ---- where each operator runs, and how often ----
   constexpr void map_blocks() {
@@ -315,12 +316,13 @@ class coster {
         raise(make_error(error_kind::invalid_argument, "cost",
                          "tensor {} has a size unknown until run time at dim {}: costs need every size", t, d));
     for (size_t d = 0; d < info.shape.size(); ++d) n *= info.shape[d];
-    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)  // evenly split dims: one division
-      if (const auto d = a.sharded_tensor_dim(m); d >= 0 && info.shape[static_cast<size_t>(d)] % parts(a, static_cast<size_t>(d)) != 0) {
-        n = 1;  // an uneven split: the largest part, dim by dim
-        for (size_t k = 0; k < info.shape.size(); ++k) n *= local_size(a, info.shape, k);
-        return n;
-      }
+    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m) {  // evenly split dims: one division
+      const auto d = a.sharded_tensor_dim(m);
+      if (d < 0 || info.shape[static_cast<size_t>(d)] % parts(a, static_cast<size_t>(d)) == 0) continue;
+      n = 1;  // an uneven split: the largest part, dim by dim
+      for (size_t k = 0; k < info.shape.size(); ++k) n *= local_size(a, info.shape, k);
+      return n;
+    }
     for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)
       if (a.sharded_tensor_dim(m) >= 0) n /= a.process_mesh().dim_size(m);
     return n;

@@ -845,6 +845,11 @@ constexpr auto verified() {
   return r;
 }
 
+/// The plan `MakePlan()` returns, the constant `verified<MakePlan>` propagates: use it rather
+/// than building the plan again (`model::cost(model::plan_of<make_step>, model::verified<make_step>())`).
+template <auto MakePlan>
+inline constexpr const auto& plan_of = detail::plan_value<MakePlan>;
+
 }  // namespace ctspmd::model
 
 #endif
