@@ -854,7 +854,8 @@ template <auto MakePlan>
 inline constexpr auto plan_value = MakePlan();
 
 /// Operator runs per constant expression in `verified`: each stays well within Clang's default
-/// limit of 1,048,576 evaluation steps (an operator costs some thousands).
+/// limit of 1,048,576 evaluation steps (an operator costs some thousands, an optimizer's update
+/// some ten thousands: 64 runs of adamw exceed the limit).
 inline constexpr std::size_t runs_per_step = 32;
 
 template <auto MakePlan, propagate_options Options, std::size_t R>
