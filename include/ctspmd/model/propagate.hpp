@@ -855,8 +855,8 @@ inline constexpr auto plan_value = MakePlan();
 
 /// Operator runs per constant expression in `verified`: each stays well within Clang's default
 /// limit of 1,048,576 evaluation steps (an operator costs some thousands, an optimizer's update
-/// some ten thousands: 64 runs of adamw exceed the limit).
-inline constexpr std::size_t runs_per_step = 32;
+/// some ten thousands: 32 runs of adamw, each looking its layouts up, come close to the limit).
+inline constexpr std::size_t runs_per_step = 24;
 
 template <auto MakePlan, propagate_options Options, std::size_t R>
 constexpr auto first_step() {
