@@ -272,10 +272,10 @@ constexpr bool same_reports(const auto& a, const auto& b) {
 static_assert(same_reports(br, br_layer_by_layer));
 
 // ==== a training step built over several constant expressions ===============================
-// 160 operators (two parts of detail::ops_per_part), a repeated block in the middle:
+// 386 operators (two parts of detail::ops_per_part), a repeated block in the middle:
 // training_step_of gives exactly what training_step gives.
 constexpr auto long_forward() {
-  model::plan<256, 168> p(mesh);
+  model::plan<600, 392> p(mesh);
   auto x = p.tensor("x", {8, 16}, {0, -1});
   const auto chain = [&](int n) {
     for (int i = 0; i < n; ++i) {
@@ -287,8 +287,8 @@ constexpr auto long_forward() {
       x = g;
     }
   };
-  chain(40);
-  x = p.repeat(4, x, [](model::plan<256, 168>& b, tensor_id in) {
+  chain(96);
+  x = p.repeat(4, x, [](model::plan<600, 392>& b, tensor_id in) {
     auto w = b.parameter("w", {16, 16}, {-1, 1});
     auto h = b.tensor("h", {8, 16});
     b.op<"matmul">({in, w}, {h});
@@ -296,7 +296,7 @@ constexpr auto long_forward() {
     b.op<"assign">({h}, {y});
     return y;
   });
-  chain(39);
+  chain(96);
   return p;
 }
 constexpr auto long_fwd = long_forward();
@@ -326,9 +326,11 @@ constexpr bool same_plans(const auto& a, const auto& b) {
   return true;
 }
 constexpr auto& long_parts = model::training_step_of<long_fwd, long_loss>;
-static_assert(long_fwd.op_count() == 160 && long_parts.op_count() > 320);
-static_assert(same_plans(long_parts, model::training_step(long_fwd, long_loss)));
-static_assert(!same_plans(long_parts, model::training_step(long_fwd, tensor_id{long_loss.index - 1})));
+static_assert(long_fwd.op_count() == 386 && long_fwd.op_count() > model::detail::ops_per_part && long_parts.op_count() > 770);
+constexpr auto long_whole = model::training_step(long_fwd, long_loss);  // (one constant expression)
+constexpr auto long_other = model::training_step(long_fwd, tensor_id{long_loss.index - 1});
+static_assert(same_plans(long_parts, long_whole));
+static_assert(!same_plans(long_parts, long_other));
 // It took two parts: the first leaves operators to run backwards.
 using long_type = decltype(long_fwd);
 constexpr std::size_t long_t2 = 6 * long_type::max_tensors, long_o2 = 3 * long_type::max_ops;
@@ -337,8 +339,8 @@ static_assert(model::detail::training_part<long_fwd, long_loss, model::training_
 static_assert(model::verified<[] { return model::training_step_of<long_fwd, long_loss>; }>().ok());
 // Options and capacities pass through.
 constexpr model::training_options zero{.shard_optimizer_states_on = 0};
-static_assert(same_plans(model::training_step_of<long_fwd, long_loss, zero, 2000, 600>,
-                         model::training_step<2000, 600>(long_fwd, long_loss, zero)));
+constexpr auto long_zero = model::training_step<4000, 1200>(long_fwd, long_loss, zero);
+static_assert(same_plans(model::training_step_of<long_fwd, long_loss, zero, 4000, 1200>, long_zero));
 
 // A source laid out unlike the block's output: the first layer runs on another layout, and the
 // backward pass's last run (that layer's) reads it. Induction still counts exactly.

@@ -77,7 +77,33 @@ struct reshard {
 namespace detail {
 template <std::size_t T, std::size_t O, std::size_t R>
 class propagator;
+
+/// A reshard as propagation records it while it runs: its layouts are indices into the
+/// propagation's table of distinct layouts (see `propagation`), so that the state copied from one
+/// constant expression of `verified` to the next stays small. The `reshard`s are made from these
+/// once propagation finishes.
+struct reshard_record {
+  std::size_t op = 0, operand = 0;
+  bool on_output = false;
+  std::size_t tensor = 0;
+  std::int64_t mesh_dim = 0;
+  collective kind{};
+  std::int64_t bytes = 0;
+  std::size_t times = 1;
+  std::int64_t block = -1;
+  model::phase phase = model::phase::forward;
+  std::uint16_t from = 0, to = 0;
+};
 }  // namespace detail
+
+/// The distinct layouts (dist attrs) a propagation of a plan of `max_tensors` tensors, with at
+/// most `max_reshards` distinct reshards, holds: one per tensor and two per reshard at most while
+/// every tensor keeps its first layout, at most 1,024. (A plan's tensors share a few: the 9,755
+/// tensors of the flat 1,000-operator training step of bench/compile_scaling.cpp have 9.)
+constexpr std::size_t max_layouts(std::size_t max_tensors, std::size_t max_reshards) noexcept {
+  const std::size_t n = max_tensors + 2 * max_reshards + 1;
+  return n < 1024 ? n : 1024;
+}
 
 /// Options of `propagate`.
 struct propagate_options {
@@ -109,7 +135,7 @@ class propagation {
   constexpr const tensor_dist_attr& attr(tensor_id t) const {
     if (t.index >= tensor_count_)
       raise(make_error(error_kind::invalid_argument, "propagation", "tensor {} is not in the plan", t.index));
-    return attrs_[t.index];
+    return layouts_[layout_[t.index]];
   }
   constexpr ctspmd::dims_mapping dims_mapping(tensor_id t) const { return attr(t).dims_mapping(); }
 
@@ -303,9 +329,17 @@ class propagation {
   status status_{};
   std::int64_t failed_op_ = -1;
   std::uint64_t failed_inputs_ = 0;  ///< bit k: the failure is traced to input k
-  std::array<tensor_dist_attr, MaxTensors> attrs_{};
+  // Every tensor's dist attrs, as an index into `layouts_`, the distinct ones propagation has met
+  // (the first: the default dist attr), added to, never changed: a plan's tensors share a few
+  // layouts, and a propagation is copied whole from one constant expression of `verified` to the
+  // next (a table of layouts costs the compiler a fraction of a dist attr per tensor).
+  static constexpr std::size_t layout_capacity = max_layouts(MaxTensors, MaxReshards);
+  std::array<tensor_dist_attr, layout_capacity> layouts_{};
+  std::size_t layout_count_ = 1;
+  std::array<std::uint16_t, MaxTensors> layout_{};
   std::array<bool, MaxTensors> known_{};
-  std::array<reshard, MaxReshards> reshards_{};
+  std::array<detail::reshard_record, MaxReshards> records_{};  ///< the reshards while propagation runs
+  std::array<reshard, MaxReshards> reshards_{};                ///< made from `records_` once it finishes
   std::size_t tensor_count_ = 0, reshard_count_ = 0;
   // Where propagation stands: it can stop after any operator and resume (`verified` spreads a
   // long plan over several constant expressions, each within the compiler's step limit).
@@ -330,7 +364,7 @@ class propagation {
 
 namespace detail {
 
-constexpr bool same_but_times(const reshard& a, const reshard& b) {
+constexpr bool same_but_times(const reshard_record& a, const reshard_record& b) {
   return a.op == b.op && a.operand == b.operand && a.on_output == b.on_output && a.mesh_dim == b.mesh_dim &&
          a.kind == b.kind && a.block == b.block && a.from == b.from && a.to == b.to;
 }
@@ -406,23 +440,33 @@ class propagator {
     out_.tensor_count_ = p_.tensor_count();
     for (std::size_t t = 0; t < p_.tensor_count(); ++t) {
       if (!p_.tensor_at(t).annotated) continue;
-      out_.attrs_[t] = p_.tensor_at(t).annotation;
+      out_.layout_[t] = layout_index(p_.tensor_at(t).annotation);
       out_.known_[t] = true;
     }
-    out_.finished_ = p_.op_count() == 0;
+    out_.finished_ = out_.finished_ || p_.op_count() == 0;
   }
 
-  /// Runs at most `budget` operators (each run of a block's operator counts).
+  /// Runs at most `budget` operators (each run of a block's operator counts); once propagation
+  /// finishes, makes its reshards.
   constexpr void resume(std::size_t budget) {
     for (; budget > 0 && !out_.finished_; --budget) step();
+    if (!out_.finished_) return;
+    auto& o = out_;
+    for (size_t e = 0; e < o.reshard_count_; ++e) {
+      const record& r = o.records_[e];
+      o.reshards_[e] = {r.op,    r.operand, r.on_output, r.tensor, r.mesh_dim,         r.kind,
+                        r.bytes, r.times,   r.block,     r.phase,  o.layouts_[r.from], o.layouts_[r.to]};
+    }
   }
 
  private:
   using size_t = std::size_t;
+  using record = reshard_record;
 
   constexpr void step() {
     auto& o = out_;
     const bool at_block = o.run_ == 0 && o.next_block_ < p_.block_count() && p_.block_at(o.next_block_).first_op == o.next_op_;
+    op_ = o.next_op_;
     if (at_block) {
       const auto& b = p_.block_at(o.next_block_);
       settle(b.source.index);
@@ -463,20 +507,20 @@ class propagator {
     if (o.run_ > 1)
       for (size_t t = b.input.index + 1; t < b.end_tensor; ++t)
         if (!p_.tensor_at(t).annotated) o.known_[t] = false;
-    write(b.input.index, o.attrs_[o.run_ == 1 ? b.source.index : b.output.index]);
+    write(b.input.index, o.layout_[o.run_ == 1 ? b.source.index : b.output.index]);
   }
   constexpr void end_run(const block_info& b) {
     auto& o = out_;
     const size_t self = o.next_block_;
     if (o.run_ == 1 && b.first_run_at != 0)  // keep the first run's layouts for the backward pass
-      for (size_t k = 0; k < first_run_size(b); ++k) o.attrs_[b.first_run_at + k] = o.attrs_[first_run_tensor(b, k)];
+      for (size_t k = 0; k < first_run_size(b); ++k) o.layout_[b.first_run_at + k] = o.layout_[first_run_tensor(b, k)];
     if (o.run_ > 1 && o.changed_) o.runs_differ_[self] = o.run_ == 2 ? 1 : 2;
     // A first run that ends with its source's attrs, having laid out nothing outside the block,
     // leaves the second run the state it began with: the second would repeat it exactly.
-    const bool repeats_first = o.run_ == 1 && !o.wrote_outside_ && o.attrs_[b.output.index] == o.attrs_[b.source.index] &&
+    const bool repeats_first = o.run_ == 1 && !o.wrote_outside_ && o.layout_[b.output.index] == o.layout_[b.source.index] &&
                                (b.mirror_of < 0 || o.runs_differ_[static_cast<size_t>(b.mirror_of)] == 0);
     if (options_.induction && b.count > 1 && repeats_first) {
-      for (size_t t = 0; t < o.touched_count_; ++t) o.reshards_[o.touched_[t]].times += b.count - 1;
+      for (size_t t = 0; t < o.touched_count_; ++t) o.records_[o.touched_[t]].times += b.count - 1;
       return leave_block();
     }
     if (options_.induction && o.run_ > 1 && !o.changed_) {
@@ -485,7 +529,7 @@ class propagator {
       const bool last_differs = b.mirror_of >= 0 && o.runs_differ_[static_cast<size_t>(b.mirror_of)] == 1 &&
                                 o.run_ < b.count;
       for (size_t t = 0; t < o.touched_count_; ++t)
-        o.reshards_[o.touched_[t]].times += b.count - o.run_ - (last_differs ? 1 : 0);
+        o.records_[o.touched_[t]].times += b.count - o.run_ - (last_differs ? 1 : 0);
       if (!last_differs) return leave_block();
       o.run_ = b.count - 1;
     }
@@ -516,24 +560,42 @@ class propagator {
     auto& o = out_;
     for (size_t k = 0; k < first_run_size(f); ++k) {
       const size_t t = first_run_tensor(f, k);
-      const tensor_dist_attr a = o.attrs_[t];
-      o.attrs_[t] = o.attrs_[f.first_run_at + k];
-      o.attrs_[f.first_run_at + k] = a;
+      const std::uint16_t a = o.layout_[t];
+      o.layout_[t] = o.layout_[f.first_run_at + k];
+      o.layout_[f.first_run_at + k] = a;
     }
     o.first_run_in_use_ = !o.first_run_in_use_;
   }
 
-  /// Sets tensor t's attrs, noting whether a block run changed them.
-  constexpr void write(size_t t, const tensor_dist_attr& a) {
+  /// The dist attrs of tensor t (known or not).
+  constexpr const tensor_dist_attr& attrs(size_t t) const { return out_.layouts_[out_.layout_[t]]; }
+  /// The index of layout `a` in the propagation's table, added if new.
+  constexpr std::uint16_t layout_index(const tensor_dist_attr& a) {
     auto& o = out_;
-    if (o.run_ > 0 && !(o.attrs_[t] == a)) o.changed_ = true;
+    for (size_t k = 0; k < o.layout_count_; ++k)
+      if (o.layouts_[k] == a) return static_cast<std::uint16_t>(k);
+    if (o.layout_count_ == o.layout_capacity) {
+      if (o.ok())
+        fail(op_, make_error(error_kind::invalid_argument, "", "more than {} distinct layouts in one propagation",
+                             o.layout_capacity));
+      return 0;
+    }
+    o.layouts_[o.layout_count_] = a;
+    return static_cast<std::uint16_t>(o.layout_count_++);
+  }
+
+  /// Sets tensor t's attrs to layout `layout` of the table, noting whether a block run changed them.
+  constexpr void write(size_t t, std::uint16_t layout) {
+    auto& o = out_;
+    if (o.run_ > 0 && o.layout_[t] != layout) o.changed_ = true;
     if (o.run_ > 0) {
       const auto& b = p_.block_at(o.next_block_);
       if (t < b.input.index || t >= b.end_tensor) o.wrote_outside_ = true;
     }
-    o.attrs_[t] = a;
+    o.layout_[t] = layout;
     o.known_[t] = true;
   }
+  constexpr void write(size_t t, const tensor_dist_attr& a) { write(t, layout_index(a)); }
 
   constexpr void fail(size_t op, error_info e, std::uint64_t inputs = 0) {
     e.op = p_.op_at(op).name();
@@ -555,19 +617,19 @@ class propagator {
       const auto kind = classify(a, b);
       const std::int64_t number =
           block < 0 ? -1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block)).number(static_cast<size_t>(block)));
-      const reshard r{op,   operand, on_output, tensor, m, kind, reshard_bytes(kind, p_.tensor_at(tensor), from, m),
-                      1,    number,  p_.op_at(op).phase, from, to};
+      const record r{op,     operand, on_output, tensor, m, kind, reshard_bytes(kind, p_.tensor_at(tensor), from, m),
+                     1,      number,  p_.op_at(op).phase, layout_index(from), layout_index(to)};
       size_t e = 0;
-      while (e < o.reshard_count_ && !same_but_times(o.reshards_[e], r)) ++e;
+      while (e < o.reshard_count_ && !same_but_times(o.records_[e], r)) ++e;
       if (e < o.reshard_count_) {
-        ++o.reshards_[e].times;
+        ++o.records_[e].times;
       } else if (o.reshard_count_ == R) {
         return fail(op, make_error(error_kind::invalid_argument, "",
                                    "more than {} distinct reshards (raise the MaxReshards argument of "
                                    "verified or try_propagate)",
                                    R));
       } else {
-        o.reshards_[o.reshard_count_++] = r;
+        o.records_[o.reshard_count_++] = r;
       }
       if (block >= 0) o.touched_[o.touched_count_++] = e;
     }
@@ -585,7 +647,7 @@ class propagator {
   constexpr tensor_dist_attr pinned_attr(size_t t) const {
     const auto& info = p_.tensor_at(t);
     if (info.annotated) return info.annotation;
-    tensor_dist_attr a = out_.attrs_[static_cast<size_t>(info.layout_of)];
+    tensor_dist_attr a = attrs(static_cast<size_t>(info.layout_of));
     a.clean_partial_status();
     return a;
   }
@@ -602,7 +664,7 @@ class propagator {
       if (use == nullptr && !out_.known_[t] && info.producer >= 0)
         return make_error(error_kind::invalid_argument, "", "input {} (tensor {}) is read before operator {} writes it", k,
                           t, info.producer);
-      const tensor_dist_attr& a = use != nullptr ? (*use)[k] : out_.known_[t] ? out_.attrs_[t] : replicated(info.shape);
+      const tensor_dist_attr& a = use != nullptr ? (*use)[k] : out_.known_[t] ? attrs(t) : replicated(info.shape);
       CTSPMD_TRY(dist_tensor_spec::check(info.shape, a));
       out.emplace_back(info.shape, a);
     }
@@ -633,6 +695,7 @@ class propagator {
   // Runs operator i once (in block `block`, or -1).
   constexpr void run_op(size_t i, std::int64_t block) {
     auto& o = out_;
+    op_ = i;
     const auto& op = p_.op_at(i);
     for (auto t : op.inputs) settle(t);
     if (auto st = specs_of(in_, op.inputs, nullptr); !st) return fail(i, st.error());
@@ -676,7 +739,7 @@ class propagator {
       if (!o.known_[t])  // a tensor nobody annotated or wrote: it takes what its first consumer needs
         write(t, (*need)[k]);
       else
-        add_reshards(i, k, false, t, o.attrs_[t], (*need)[k], block);
+        add_reshards(i, k, false, t, attrs(t), (*need)[k], block);
       if (k < op.saved.size() && op.saved[k] != 0xffff) write(op.saved[k], (*need)[k]);  // as read
     }
     for (size_t j = 0; j < op.outputs.size(); ++j) write(op.outputs[j], (*result_attrs)[j]);
@@ -685,6 +748,7 @@ class propagator {
   const plan<T, O>& p_;
   result_type& out_;
   propagate_options options_;
+  size_t op_ = 0;  ///< the operator running (or whose block begins), for errors
   // Buffers reused by every operator (built once: an spmd_info is a large object to build).
   specs in_, outs_, needed_;
   spmd_info fwd_, bwd_, again_;
@@ -790,8 +854,9 @@ template <auto MakePlan>
 inline constexpr auto plan_value = MakePlan();
 
 /// Operator runs per constant expression in `verified`: each stays well within Clang's default
-/// limit of 1,048,576 evaluation steps (an operator costs some thousands).
-inline constexpr std::size_t runs_per_step = 32;
+/// limit of 1,048,576 evaluation steps (an operator costs some thousands, an optimizer's update
+/// some ten thousands: 32 runs of adamw, each looking its layouts up, come close to the limit).
+inline constexpr std::size_t runs_per_step = 24;
 
 template <auto MakePlan, propagate_options Options, std::size_t R>
 constexpr auto first_step() {

@@ -563,8 +563,10 @@ constexpr auto training_step(const plan<T, O>& forward, tensor_id loss, const tr
 namespace detail {
 /// Forward operators run backwards per constant expression in `training_step_of`: each part stays
 /// well within Clang's default limit of 1,048,576 evaluation steps (an operator costs some
-/// thousands).
-inline constexpr std::size_t ops_per_part = 128;
+/// thousands: a part of 384 of the flat plan of bench/compile_scaling.cpp, about 570,000). Each
+/// part is a constant holding the whole plan built so far, which GCC keeps: fewer, longer parts
+/// cost it less memory (some 70 MB a part for that plan's 1,000 operators).
+inline constexpr std::size_t ops_per_part = 384;
 
 template <std::size_t T, std::size_t T2, std::size_t O2>
 struct step_part {
