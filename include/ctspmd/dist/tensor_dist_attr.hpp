@@ -266,12 +266,11 @@ class tensor_dist_attr {
                       "say it; use multi_dims_mapping()");
   }
 
-  // (The mapping first: comparisons, which compare in this order, tell most attrs apart by it.)
-  static_vector<std::int8_t, max_rank> mapping_{};  ///< per tensor dim: its major mesh dim, or -1
-  per_mesh_dim partial_{};  ///< per mesh dim: -1, or a reduce_type
-  per_mesh_dim next_{};     ///< per mesh dim: the next mesh dim of its tensor dim, or -1
-  std::int64_t batch_dim_ = 0;
   ctspmd::process_mesh mesh_{};
+  static_vector<std::int8_t, max_rank> mapping_{};  ///< per tensor dim: its major mesh dim, or -1
+  per_mesh_dim next_{};     ///< per mesh dim: the next mesh dim of its tensor dim, or -1
+  per_mesh_dim partial_{};  ///< per mesh dim: -1, or a reduce_type
+  std::int64_t batch_dim_ = 0;
 };
 
 }  // namespace ctspmd
