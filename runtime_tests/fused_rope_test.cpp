@@ -93,6 +93,72 @@ TEST_CASE("fused_rope_grad: by name") {
               error_kind::invalid_argument, "out_q_grad's number of heads (8) must be a multiple of out_k_grad's (3)");
 }
 
+TEST_CASE("fused_rope and fused_rope_grad: every input but q absent") {
+  const auto n = absent(m3);
+  const auto q = spec(m3, {4, 16, 8, 32}, {0, 1, 2, -1});
+  const auto none_of = [&](const spmd_info& r, std::initializer_list<std::size_t> in, std::initializer_list<std::size_t> out) {
+    for (auto i : in) CHECK(r.inputs[i] == n.dist_attr());
+    for (auto j : out) CHECK(r.outputs[j] == n.dist_attr());
+  };
+  for (auto s : {semantics::fluid, semantics::phi}) {
+    CAPTURE(to_string(s));
+    // q only
+    const auto q_only = runtime::infer_forward("fused_rope", std::vector{q, n, n, n, n, n}, {}, s);
+    CHECK(q_only.inputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1});
+    CHECK(q_only.outputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1});
+    none_of(q_only, {1, 2, 3, 4, 5}, {1, 2});
+    // q and v
+    const auto q_v = runtime::infer_forward("fused_rope", std::vector{spec(m3, {4, 16, 8, 32}, {0, -1, -1, -1}), n,
+                                                                      spec(m3, {4, 16, 8, 32}, {-1, -1, 1, -1}), n, n, n},
+                                            {}, s);
+    CHECK(q_v.inputs[2].dims_mapping() == dims_mapping{0, -1, 1, -1});
+    CHECK(q_v.outputs[2].dims_mapping() == dims_mapping{0, -1, 1, -1});
+    none_of(q_v, {1, 3, 4, 5}, {1});
+    // q with sin and cos, no position_ids: sequence parallel
+    const auto sp = runtime::infer_forward(
+        "fused_rope", std::vector{q, n, n, spec(m3, {16, 32}, {-1, -1}), spec(m3, {16, 32}, {-1, 0}), n}, {}, s);
+    CHECK(sp.inputs[0].dims_mapping() == dims_mapping{0, 1, 2, -1});
+    CHECK(sp.inputs[3].dims_mapping() == dims_mapping{1, -1});
+    CHECK(sp.inputs[4].dims_mapping() == dims_mapping{1, -1});
+    none_of(sp, {1, 2, 5}, {1, 2});
+    // sin without cos: neither is read, both as given, no sequence parallelism
+    const auto lone = runtime::infer_forward("fused_rope", std::vector{q, n, n, spec(m3, {16, 32}, {-1, 0}), n, n}, {}, s);
+    CHECK(lone.inputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1});
+    CHECK(lone.inputs[3].dims_mapping() == dims_mapping{-1, 0});
+    // grads with only out_q_grad
+    const auto g = runtime::infer_forward("fused_rope_grad", std::vector{n, n, n, q, n, n}, {}, s);
+    CHECK(g.inputs[3].dims_mapping() == dims_mapping{0, -1, 2, -1});
+    CHECK(g.outputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1});
+    none_of(g, {0, 1, 2, 4, 5}, {1, 2});
+    // grads with out_q_grad, out_k_grad and position_ids
+    const auto gk = runtime::infer_forward(
+        "fused_rope_grad", std::vector{n, n, spec(m3, {4, 16}, {-1, 0}), q, spec(m3, {4, 16, 4, 32}, {-1, -1, -1, -1}), n}, {}, s);
+    CHECK(gk.inputs[2].dims_mapping() == dims_mapping{0, -1});
+    CHECK(gk.outputs[1].dims_mapping() == dims_mapping{0, -1, 2, -1});
+    none_of(gk, {0, 1, 5}, {2});
+  }
+  // the shapes a plan checks
+  CHECK(fused_rope::try_output_shapes(std::vector{q, n, n, n, n, n}).value() == shape_list{q.shape(), {}, {}});
+  CHECK(fused_rope_grad::try_output_shapes(std::vector{n, n, n, q, n, q}).value() == shape_list{q.shape(), {}, q.shape()});
+  // a plan whose k, v, sin, cos and position_ids are absent propagates
+  model::plan<8, 2> p(m3);
+  const auto pq = p.tensor("q", {4, 16, 8, 32}, {0, 1, 2, -1});
+  const auto none_in = p.tensor("none", {});
+  const auto out_q = p.tensor("out_q", {4, 16, 8, 32}), out_k = p.tensor("out_k", {}), out_v = p.tensor("out_v", {});
+  p.op<"fused_rope">({pq, none_in, none_in, none_in, none_in, none_in}, {out_q, out_k, out_v});
+  const auto r = model::propagate(p);
+  CHECK(r.attr(out_q).dims_mapping() == dims_mapping{0, -1, 2, -1});
+  CHECK(r.attr(out_k).rank() == 0);
+  CHECK(r.count() == 1);  // q's seq gathered, nothing for the absent operands
+  // v is checked against q where k is absent
+  check_error([&] { (void)fused_rope::infer_forward(std::vector{q, n, spec(m3, {4, 16, 3, 32}, {-1, -1, -1, -1}), n, n, n}); },
+              error_kind::invalid_argument, "fused_rope: q's number of heads (8) must be a multiple of v's (3)");
+  check_error([&] { (void)fused_rope::infer_forward(std::vector{q, n, spec(m3, {4, 8, 8, 32}, {-1, -1, -1, -1}), n, n, n}); },
+              error_kind::invalid_argument, "fused_rope: v's dim 1 has size 8, but q's has 16");
+  check_error([&] { (void)fused_rope_grad::infer_forward(std::vector{n, n, n, q, n, spec(m3, {2, 16, 8, 32}, {-1, -1, -1, -1})}); },
+              error_kind::invalid_argument, "fused_rope_grad: out_v_grad's dim 0 has size 2, but out_q_grad's has 4");
+}
+
 TEST_CASE("fused_rope: errors") {
   const auto q = spec(m3, {4, 16, 8, 32}, {-1, -1, -1, -1});
   const auto n = absent(m3);
@@ -110,7 +176,8 @@ TEST_CASE("fused_rope: errors") {
               "v must have k's shape, but its dim 2 has size 4, not 8");
   check_error([&] { fwd({q, q, n, sin, spec(m3, {16, 16}, {-1, -1}), n}); }, error_kind::invalid_argument,
               "sin and cos must have one shape, but dim 1 has sizes 32 and 16");
-  check_error([&] { fwd({q, q, n, sin, n, n}); }, error_kind::invalid_argument, "sin and cos must have one shape, but have ranks 2 and 0");
+  check_error([&] { fwd({q, q, n, sin, spec(m3, {1, 16, 1, 32}, {-1, -1, -1, -1}), n}); }, error_kind::invalid_argument,
+              "sin and cos must have one shape, but have ranks 2 and 4");
   const auto s3 = spec(m3, {1, 16, 32}, {-1, -1, -1});
   check_error([&] { fwd({q, q, n, s3, s3, n}); }, error_kind::invalid_argument,
               "sin and cos must be 2-D [seq_len, head_dim] or 4-D [1, seq_len, 1, head_dim], but have rank 3");

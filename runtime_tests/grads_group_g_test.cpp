@@ -47,6 +47,21 @@ TEST_CASE("softmax_grad and log_softmax_grad by name") {
   const specs co{{{8, 4, 16}, {m3, {{0, 1}, {}, {}}}}, {{8, 4, 16}, {m3, {{}, {2}, {}}}}};
   CHECK(runtime::infer_forward("softmax_grad", co, {}, semantics::phi).outputs[0].multi_dims_mapping() ==
         multi_dims_mapping{{0, 1}, {2}, {}});
+  // phi clears the softmax axis before it picks the operand to follow: out's co-sharded axis does
+  // not make out's layout win (Paddle: [[], [1, 2], []]; following out gave [[], [2, 1], []])
+  const specs ax{{{8, 16, 32}, {m3, {{}, {2}, {0, 1}}}}, {{8, 16, 32}, {m3, {{}, {1, 2}, {}}}}};
+  const auto cleared = runtime::infer_forward("softmax_grad", ax, {}, semantics::phi);
+  CHECK(cleared.inputs[0].multi_dims_mapping() == multi_dims_mapping{{}, {1, 2}, {}});
+  CHECK(cleared.inputs[1].multi_dims_mapping() == multi_dims_mapping{{}, {1, 2}, {}});
+  CHECK(cleared.outputs[0].multi_dims_mapping() == multi_dims_mapping{{}, {1, 2}, {}});
+  CHECK(runtime::infer_forward("softmax_grad", specs{ax[1], ax[0]}, {}, semantics::phi).outputs[0].multi_dims_mapping() ==
+        multi_dims_mapping{{}, {1, 2}, {}});
+  // a middle axis: out_grad's co-shard of dim 0 is followed
+  const specs mid{{{8, 16, 32}, {m3, {{}, {0, 1}, {2}}}}, {{8, 16, 32}, {m3, {{1, 2}, {}, {}}}}};
+  CHECK(runtime::infer_forward("log_softmax_grad", mid, {{"axis", std::int64_t{1}}}, semantics::phi).outputs[0].multi_dims_mapping() ==
+        multi_dims_mapping{{1, 2}, {}, {}});
+  // fluid: the two lists of dim 1 conflict
+  check_error([&] { (void)runtime::infer_forward("softmax_grad", ax); }, error_kind::unimplemented, "softmax_grad:");
 
   const specs x{spec({8, 16}, {0, -1}), spec({8, 16}, {1, -1})};
   check_error([&] { (void)runtime::infer_forward("softmax_grad", specs{x[0], spec({8}, {0})}); },

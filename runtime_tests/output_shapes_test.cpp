@@ -88,12 +88,12 @@ std::vector<tensor_shape> random_inputs(rng& r) {
     return {{e, d}, {b, s}, {b, s, d}};
   } else if constexpr (std::is_same_v<R, rules::flash_attention_grad>) {  // q, k, v, out, lse, seed, mask, out_grad
     return {{b, s, h, d}, {b, e, hk, d}, {b, e, hk, 2}, {b, s, h, 2}, {b, h, s}, {2}, {}, {b, s, h, 2}};
-  } else if constexpr (std::is_same_v<R, rules::fused_rope>) {  // q, k, v, sin, cos, position_ids
-    return {{b, s, h, d}, {b, s, hk, d}, r.coin() ? tensor_shape{} : tensor_shape{b, s, hk, d}, {1, s, 1, d},
-            {1, s, 1, d}, r.coin() ? tensor_shape{} : tensor_shape{b, s}};
+  } else if constexpr (std::is_same_v<R, rules::fused_rope>) {  // q, k, v, sin, cos, position_ids (all but q optional)
+    const auto maybe = [&](tensor_shape t) { return r.coin() ? tensor_shape{} : t; };
+    return {{b, s, h, d}, maybe({b, s, hk, d}), maybe({b, s, hk, d}), maybe({1, s, 1, d}), maybe({1, s, 1, d}), maybe({b, s})};
   } else if constexpr (std::is_same_v<R, rules::fused_rope_grad>) {  // sin, cos, position_ids, the out grads
-    return {{1, s, 1, d}, {1, s, 1, d}, r.coin() ? tensor_shape{} : tensor_shape{b, s}, {b, s, h, d}, {b, s, hk, d},
-            r.coin() ? tensor_shape{} : tensor_shape{b, s, hk, d}};
+    const auto maybe = [&](tensor_shape t) { return r.coin() ? tensor_shape{} : t; };
+    return {maybe({1, s, 1, d}), maybe({1, s, 1, d}), maybe({b, s}), {b, s, h, d}, maybe({b, s, hk, d}), maybe({b, s, hk, d})};
   } else if constexpr (std::is_same_v<R, rules::layer_norm_grad>) {  // x, scale, bias, mean, variance, out_grad
     const bool affine = r.coin();
     return {{b, s, d}, affine ? tensor_shape{d} : tensor_shape{}, affine ? tensor_shape{d} : tensor_shape{}, {b, s}, {b, s},

@@ -1,4 +1,5 @@
-// The oracle on the group E rules (rotary position embedding: fused_rope and fused_rope_grad).
+// The oracle on the group E rules (rotary position embedding: fused_rope and fused_rope_grad),
+// with k, v, the sin/cos tables and position_ids each given or absent.
 // Each device rotates its local q, k, v (or output gradients) with its local sin, cos and
 // position_ids; the reassembled results must equal the unsharded computation. Under sequence
 // parallelism (sin and cos given, no position_ids) a device's local positions index its local
@@ -14,19 +15,23 @@ namespace {
 
 ctspmd::dist_tensor_spec absent_spec(const process_mesh& mesh) { return {{}, {mesh, ctspmd::dims_mapping{}}}; }
 
-/// One variant of the operator: layout of q, sin/cos tables, GQA, v given.
+/// One variant of the operator: layout of q, sin/cos tables, GQA, k given, v given.
 struct rope_variant {
   bool time_major, neox, gqa, with_v;
   int tables;  ///< 0: no sin/cos, 1: 2-D sin/cos, 2: 4-D sin/cos, 3: 2-D sin/cos with position_ids
+  bool with_k;
   std::string describe() const {
     return " time_major " + std::to_string(time_major) + " neox " + std::to_string(neox) + " gqa " +
-           std::to_string(gqa) + " v " + std::to_string(with_v) + " tables " + std::to_string(tables);
+           std::to_string(gqa) + " k " + std::to_string(with_k) + " v " + std::to_string(with_v) + " tables " +
+           std::to_string(tables);
   }
+  /// Whether output i (q, k, v) is there to compare.
+  bool has_output(std::size_t i) const { return i == 0 || (i == 1 ? with_k : with_v); }
 };
 rope_variant variant_of(int v) {
-  return {(v & 1) != 0, (v & 2) != 0, (v & 4) != 0, (v & 8) != 0, v >> 4};
+  return {(v & 1) != 0, (v & 2) != 0, (v & 4) != 0, (v & 8) != 0, (v >> 4) & 3, (v & 64) == 0};
 }
-constexpr int variants = 64;
+constexpr int variants = 128;
 
 /// The operands' labels: q/k/v, sin/cos, position_ids.
 struct rope_labels {
@@ -54,7 +59,7 @@ rope_operands rope_values(const process_mesh& mesh, const rope_variant& v, const
   if (v.gqa) q[2] *= 2;
   const shape_t t = shape_of(l.table, sizes);
   rope_operands o;
-  o.shapes = {q, k, v.with_v ? k : shape_t{}, v.tables ? t : shape_t{}, v.tables ? t : shape_t{},
+  o.shapes = {q, v.with_k ? k : shape_t{}, v.with_v ? k : shape_t{}, v.tables ? t : shape_t{}, v.tables ? t : shape_t{},
               v.tables == 3 ? shape_of(l.pos, sizes) : shape_t{}};
   for (std::size_t i = 0; i < 5; ++i) o.values.push_back(o.shapes[i].empty() ? tensor(shape_t{}) : random_tensor(o.shapes[i], g));
   tensor pos(o.shapes[5].empty() ? shape_t{} : o.shapes[5]);
@@ -119,16 +124,16 @@ TEST_CASE("oracle: fused_rope") {
         const auto o = rope_values(mesh, v, ls, g);
         op_case c{o.values, {}, kernel, what};
         for (std::size_t i = 0; i < 3; ++i)
-          c.expected.push_back(v.with_v || i < 2 ? std::optional<tensor>(ops::rope(o.values[i], o.values[3], o.values[4], o.values[5], opt))
-                                                 : std::nullopt);
+          c.expected.push_back(v.has_output(i) ? std::optional<tensor>(ops::rope(o.values[i], o.values[3], o.values[4], o.values[5], opt))
+                                               : std::nullopt);
         check_forward<rule>(st, rope_specs(mesh, o, ls), attrs, c, g);
       }
       for (const auto& ls : layouts(mesh.ndim(), {4, 4, 4}, {}, 2, g)) {
         const auto o = rope_values(mesh, v, std::vector<layout>(6, replicated_layout(4)), g);
         op_case c{o.values, {}, kernel, what};
         for (std::size_t i = 0; i < 3; ++i)
-          c.expected.push_back(v.with_v || i < 2 ? std::optional<tensor>(ops::rope(o.values[i], o.values[3], o.values[4], o.values[5], opt))
-                                                 : std::nullopt);
+          c.expected.push_back(v.has_output(i) ? std::optional<tensor>(ops::rope(o.values[i], o.values[3], o.values[4], o.values[5], opt))
+                                               : std::nullopt);
         const auto in = rope_specs(mesh, o, {});
         rope_operands outs{{o.shapes[0], o.shapes[1], o.shapes[2]}, {}};
         const auto out = rope_specs(mesh, outs, ls);
@@ -162,8 +167,8 @@ TEST_CASE("oracle: fused_rope_grad") {
         const std::vector<tensor> values = {o.values[3], o.values[4], o.values[5], o.values[0], o.values[1], o.values[2]};
         op_case c{values, {}, kernel, what};
         for (std::size_t i = 0; i < 3; ++i)
-          c.expected.push_back(v.with_v || i < 2 ? std::optional<tensor>(ops::rope_grad(o.values[i], o.values[3], o.values[4], o.values[5], opt))
-                                                 : std::nullopt);
+          c.expected.push_back(v.has_output(i) ? std::optional<tensor>(ops::rope_grad(o.values[i], o.values[3], o.values[4], o.values[5], opt))
+                                               : std::nullopt);
         check_forward<rule>(st, {fwd[3], fwd[4], fwd[5], fwd[0], fwd[1], fwd[2]}, attrs, c, g);
       }
     }

@@ -206,6 +206,19 @@ TEST_CASE("oracle: softmax_grad and log_softmax_grad") {
           }
         }
     }
+    // Paddle's co-shard case: the axis is cleared before phi's merge picks the operand to follow,
+    // so out_grad's [1, 2] is followed, not out's [2] (softmax.hpp); that answer simulates too.
+    const process_mesh mesh = make_mesh({2, 2, 2});
+    const specs in{{{2, 8, 4}, {mesh, {{}, {2}, {0, 1}}}}, {{2, 8, 4}, {mesh, {{}, {1, 2}, {}}}}};
+    const auto f = [log](const std::vector<tensor>& v) { return std::vector<tensor>{ops::softmax_grad(v[0], v[1], -1, log)}; };
+    tensor out = ops::softmax(random_tensor({2, 8, 4}, g), -1);
+    if (log)
+      for (auto& v : out.data) v = std::log(v);
+    op_case c{{out, random_tensor(out.shape, g)}, {}, kernel_g(f), st.name + " co-shard of dim 1 in two orders"};
+    c.expected.emplace_back(f(c.values)[0]);
+    check_forward<rule>(st, in, {-1}, c, g, ctspmd::semantics::phi);
+    CHECK(rule::infer_forward(in, {-1}, ctspmd::semantics::phi).outputs[0].multi_dims_mapping() ==
+          ctspmd::multi_dims_mapping{{}, {1, 2}, {}});
     st.report();
   }
 }

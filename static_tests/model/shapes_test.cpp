@@ -165,6 +165,13 @@ static_assert(!constant_evaluates<[] {
   return one_op<"fused_rope">({{2, 16, 8, 64}, {2, 16, 8, 64}, {}, {1, 16, 1, 64}, {1, 16, 1, 64}, {}},
                               {{2, 16, 8, 64}, {2, 16, 8, 64}, {2, 16, 8, 64}});  // v is absent
 }>);
+// every input but q may be absent: its output stays []
+static_assert(one_op<"fused_rope">({{2, 16, 8, 64}, {}, {}, {}, {}, {}}, {{2, 16, 8, 64}, {}, {}}) == 1);
+static_assert(one_op<"fused_rope">({{2, 16, 8, 64}, {}, {2, 16, 4, 64}, {16, 64}, {16, 64}, {}}, {{2, 16, 8, 64}, {}, {2, 16, 4, 64}}) ==
+              1);
+static_assert(!constant_evaluates<[] {
+  return one_op<"fused_rope">({{2, 16, 8, 64}, {}, {}, {}, {}, {}}, {{2, 16, 8, 64}, {2, 16, 8, 64}, {}});  // k is absent
+}>);
 static_assert(one_op<"cross_entropy_with_softmax">({{8, 100}, {8, 1}}, {{8, 100}, {8, 1}}) == 1);
 static_assert(!constant_evaluates<[] {
   return one_op<"cross_entropy_with_softmax">({{8, 100}, {8, 1}}, {{8, 100}, {8, 100}});  // the loss
@@ -187,6 +194,10 @@ static_assert(one_op<"fused_rope_grad">({{1, 16, 1, 64}, {1, 16, 1, 64}, {}, {2,
 static_assert(!constant_evaluates<[] {
   return one_op<"fused_rope_grad">({{1, 16, 1, 64}, {1, 16, 1, 64}, {}, {2, 16, 8, 64}, {2, 16, 4, 64}, {}},
                                    {{1, 16, 1, 64}, {1, 16, 1, 64}, {}});
+}>);
+static_assert(one_op<"fused_rope_grad">({{}, {}, {}, {2, 16, 8, 64}, {}, {}}, {{2, 16, 8, 64}, {}, {}}) == 1);  // only out_q_grad
+static_assert(!constant_evaluates<[] {
+  return one_op<"fused_rope_grad">({{}, {}, {}, {2, 16, 8, 64}, {}, {}}, {{2, 16, 8, 64}, {}, {2, 16, 8, 64}});
 }>);
 static_assert(one_op<"transpose_grad">({{4, 8, 16}}, {{8, 16, 4}}, {.perm = {2, 0, 1}}) == 1);
 static_assert(!constant_evaluates<[] { return one_op<"transpose_grad">({{4, 8, 16}}, {{4, 8, 16}}, {.perm = {2, 0, 1}}); }>);

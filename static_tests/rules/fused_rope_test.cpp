@@ -16,6 +16,7 @@ constexpr dist_tensor_spec none({}, {m3, dims_mapping{}});
 constexpr tensor_shape qs{4, 16, 8, 32};  // [b, s, h, d]
 constexpr dist_tensor_spec sin2({16, 32}, {m3, {-1, -1}});
 constexpr dist_tensor_spec sin4({1, 16, 1, 32}, {m3, {-1, -1, -1, -1}});
+constexpr dist_tensor_spec q(qs, {m3, {-1, -1, -1, -1}});
 
 // ==== forward, no sin/cos, no position_ids: seq and head_dim replicated, batch and heads merged ====
 constexpr auto f1 = fused_rope::infer_forward({co(m3, qs, {{0}, {1}, {}, {}}), co(m3, qs, {{}, {}, {2}, {1}}), none, none, none, none});
@@ -97,8 +98,44 @@ constexpr auto part = [] {
 }();
 static_assert(!part.inputs[0].is_partial() && !part.outputs[0].is_partial() && is(part.outputs[2], {{0}, {}, {}, {}}));
 
+// ==== absent inputs: every one but q, in any combination ===========================================
+// q only: seq and head_dim replicated, everything else comes back as given, out_k and out_v absent
+constexpr auto q_only = fused_rope::infer_forward({co(m3, qs, {{0}, {1}, {2}, {}}), none, none, none, none, none});
+static_assert(is(q_only.inputs[0], {{0}, {}, {2}, {}}) && is(q_only.outputs[0], {{0}, {}, {2}, {}}));
+static_assert(q_only.inputs[1] == none.dist_attr() && q_only.inputs[2] == none.dist_attr() && q_only.inputs[3] == none.dist_attr() &&
+              q_only.inputs[4] == none.dist_attr() && q_only.inputs[5] == none.dist_attr());
+static_assert(q_only.outputs[1] == none.dist_attr() && q_only.outputs[2] == none.dist_attr());
+static_assert(fused_rope::infer_forward({co(m3, qs, {{0}, {1}, {2}, {}}), none, none, none, none, none}, {}, semantics::phi) ==
+              q_only);
+// q and v (k absent): merged, out_k absent
+constexpr auto q_v = fused_rope::infer_forward({co(m3, qs, {{0}, {}, {}, {}}), none, co(m3, qs, {{}, {}, {1}, {}}), none, none, none});
+static_assert(is(q_v.inputs[0], {{0}, {}, {1}, {}}) && is(q_v.inputs[2], {{0}, {}, {1}, {}}) && is(q_v.outputs[2], {{0}, {}, {1}, {}}));
+static_assert(q_v.inputs[1] == none.dist_attr() && q_v.outputs[1] == none.dist_attr());
+// GQA reads v's heads where k is absent: 2 kv heads split by mesh dim 0, not by 0 and 1
+constexpr auto q_v_gqa = fused_rope::infer_forward(
+    {co(m3, qs, {{}, {}, {0, 1}, {}}), none, co(m3, ks, {{}, {}, {}, {}}), none, none, none}, {}, semantics::phi);
+static_assert(is(q_v_gqa.inputs[0], {{}, {}, {0}, {}}) && is(q_v_gqa.outputs[2], {{}, {}, {0}, {}}));
+// q with sin and cos, no position_ids: sequence parallel
+constexpr auto q_sp = fused_rope::infer_forward({co(m3, qs, {{}, {0}, {}, {1}}), none, none, sin2, sin2, none});
+static_assert(is(q_sp.inputs[0], {{}, {0}, {}, {}}) && is(q_sp.inputs[3], {{0}, {}}) && is(q_sp.inputs[4], {{0}, {}}));
+static_assert(q_sp.outputs[1] == none.dist_attr() && q_sp.outputs[2] == none.dist_attr());
+// q with position_ids only: the batch from position_ids, seq replicated
+constexpr auto q_pos = fused_rope::infer_forward({co(m3, qs, {{}, {0}, {}, {}}), none, none, none, none, co(m3, {4, 16}, {{1}, {2}})});
+static_assert(is(q_pos.inputs[0], {{1}, {}, {}, {}}) && is(q_pos.inputs[5], {{1}, {}}) && q_pos.inputs[3] == none.dist_attr());
+// only one of sin and cos: the kernel reads neither; both come back as given, no sequence parallelism,
+// and the lone one is not checked
+constexpr auto lone_sin = fused_rope::infer_forward({co(m3, qs, {{}, {0}, {}, {}}), q, none, co(m3, {16, 32}, {{1}, {2}}), none, none});
+static_assert(is(lone_sin.inputs[0], {{}, {}, {}, {}}) && is(lone_sin.inputs[3], {{1}, {2}}) && lone_sin.inputs[4] == none.dist_attr());
+static_assert(is(fused_rope::infer_forward({q, none, none, none, co(m3, {3, 5, 7}, {{0}, {}, {}}), none}).inputs[4], {{0}, {}, {}}));
+// the shapes a plan checks: absent outputs stay []
+static_assert(fused_rope::try_output_shapes({q, none, none, none, none, none}).value() == shape_list{qs, {}, {}});
+static_assert(fused_rope::try_output_shapes({q, none, q, sin2, none, none}).value() == shape_list{qs, {}, qs});
+// backward with k absent: out_k absent too
+constexpr auto b_q_v = fused_rope::infer_backward({q, none, q, none, none, none}, {co(m3, qs, {{0}, {}, {}, {}}), none, co(m3, qs, {{}, {}, {1}, {}})});
+static_assert(is(b_q_v.inputs[0], {{0}, {}, {1}, {}}) && b_q_v.inputs[1] == none.dist_attr() && b_q_v.outputs[1] == none.dist_attr());
+static_assert(fused_rope::try_infer_backward({q, none, none, none, none, none}, {q, q, none}).kind() == error_kind::invalid_argument);
+
 // ==== errors (invalid_argument) =====================================================================
-constexpr dist_tensor_spec q(qs, {m3, {-1, -1, -1, -1}});
 constexpr auto bad = [](const dist_tensor_spec& a, const dist_tensor_spec& b, const dist_tensor_spec& c, const dist_tensor_spec& s,
                         const dist_tensor_spec& cc, const dist_tensor_spec& p) {
   const auto r = fused_rope::try_infer_forward({a, b, c, s, cc, p});
@@ -111,8 +148,11 @@ static_assert(bad(q, q, r3, none, none, none));                                 
 static_assert(bad(q, dist_tensor_spec({4, 16, 3, 32}, {m3, {-1, -1, -1, -1}}), none, none, none, none));  // 8 % 3
 static_assert(bad(q, dist_tensor_spec({4, 8, 8, 32}, {m3, {-1, -1, -1, -1}}), none, none, none, none));   // k's seq
 static_assert(bad(q, q, dist_tensor_spec({4, 16, 8, 16}, {m3, {-1, -1, -1, -1}}), none, none, none));     // v != k
+static_assert(bad(q, none, dist_tensor_spec({4, 16, 3, 32}, {m3, {-1, -1, -1, -1}}), none, none, none));  // k absent: 8 % 3
+static_assert(bad(q, none, dist_tensor_spec({4, 8, 8, 32}, {m3, {-1, -1, -1, -1}}), none, none, none));   // k absent: v's seq
+static_assert(bad(q, none, r3, none, none, none));                                       // v not 4-D
 static_assert(bad(q, q, none, sin2, sin4, none));                                        // sin != cos
-static_assert(bad(q, q, none, sin2, none, none));                                        // cos absent
+static_assert(!bad(q, q, none, sin2, none, none));  // cos absent: neither is used (below)
 constexpr dist_tensor_spec sin3({1, 16, 32}, {m3, {-1, -1, -1}});
 static_assert(bad(q, q, none, sin3, sin3, none));                                        // rank 3
 constexpr dist_tensor_spec sin4b({2, 16, 1, 32}, {m3, {-1, -1, -1, -1}});
@@ -152,3 +192,17 @@ constexpr auto gp = fused_rope_grad::infer_forward(
 static_assert(is(gp.inputs[2], {{0, 2}, {}}) && is(gp.outputs[2], {{0, 2}, {}, {}, {}}));
 static_assert(fused_rope_grad::try_infer_forward({sin2, sin2, none, r3, q, none}).kind() == error_kind::invalid_argument);
 static_assert(fused_rope_grad::try_infer_backward({sin2, sin2, none, q, q, none}, {q, q, none}).kind() == error_kind::unimplemented);
+// only out_q_grad: q_grad follows it, every other operand comes back as given, k_grad and v_grad absent
+constexpr auto g_q = fused_rope_grad::infer_forward({none, none, none, co(m3, qs, {{0}, {1}, {2}, {}}), none, none});
+static_assert(is(g_q.inputs[3], {{0}, {}, {2}, {}}) && is(g_q.outputs[0], {{0}, {}, {2}, {}}));
+static_assert(g_q.inputs[0] == none.dist_attr() && g_q.inputs[2] == none.dist_attr() && g_q.inputs[4] == none.dist_attr());
+static_assert(g_q.outputs[1] == none.dist_attr() && g_q.outputs[2] == none.dist_attr());
+// out_q_grad and out_v_grad with sin and cos: sequence parallel, k_grad absent
+constexpr auto g_q_v = fused_rope_grad::infer_forward(
+    {sin2, sin2, none, co(m3, qs, {{}, {0}, {}, {}}), none, co(m3, qs, {{1}, {}, {}, {}})}, {}, semantics::phi);
+static_assert(is(g_q_v.inputs[0], {{0}, {}}) && is(g_q_v.outputs[0], {{1}, {0}, {}, {}}) && is(g_q_v.outputs[2], {{1}, {0}, {}, {}}));
+static_assert(g_q_v.outputs[1] == none.dist_attr());
+static_assert(fused_rope_grad::try_output_shapes({none, none, none, q, none, none}).value() == shape_list{qs, {}, {}});
+// out_v_grad is checked against out_q_grad where out_k_grad is absent
+static_assert(fused_rope_grad::try_infer_forward({none, none, none, q, none, dist_tensor_spec({4, 16, 8, 16}, {m3, {-1, -1, -1, -1}})})
+                  .kind() == error_kind::invalid_argument);

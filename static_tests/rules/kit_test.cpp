@@ -1,5 +1,6 @@
-// The rule kit's grad-rule pieces: absent optional inputs, the grad rule's missing reverse, and
-// the gradient of a broadcast operand (phi's ReduceGradBroadCastDims).
+// The rule kit's pieces: replicating the dims labelled '1' before a merge; the grad-rule pieces:
+// absent optional inputs, the grad rule's missing reverse, and the gradient of a broadcast operand
+// (phi's ReduceGradBroadCastDims).
 #include <ctspmd/rules/kit.hpp>
 
 #include "../test_support.hpp"
@@ -14,6 +15,18 @@ constexpr process_mesh mesh({2, 2, 2});
 static_assert(is_absent(dist_tensor_spec({}, tensor_dist_attr(mesh, dims_mapping{}))));
 static_assert(!is_absent(dist_tensor_spec({4}, tensor_dist_attr(mesh, {-1}))));
 static_assert(no_reverse_inference().kind == error_kind::unimplemented);
+
+// with_ones_replicated: the dims labelled '1' lose their mesh dims; partial status and the
+// other dims stay
+constexpr dist_tensor_spec cleared = [] {
+  tensor_dist_attr a(mesh, {{}, {2}, {0}});
+  a.set_partial_status({1});
+  return with_ones_replicated(dist_tensor_spec({8, 16, 32}, a), "ab1");
+}();
+static_assert(is(cleared.dist_attr(), {{}, {2}, {}}) && cleared.dist_attr().partial_dims() == mesh_dims{1});
+static_assert(cleared.shape() == tensor_shape{8, 16, 32});
+static_assert(is(with_ones_replicated(dist_tensor_spec({8, 32}, tensor_dist_attr(mesh, {{0, 1}, {2}})), "1b").dist_attr(),
+                 {{}, {2}}));
 
 // out_grad [4, 8, 6] on [[0], [1], [2]]: an operand [8, 1] lost the leading dim (mesh dim 0)
 // and broadcast its last dim (mesh dim 2): both become partial (sum), dim 1 keeps mesh dim 1

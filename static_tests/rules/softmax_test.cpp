@@ -149,6 +149,26 @@ constexpr process_mesh m3({2, 2, 2});
 constexpr auto gc = softmax_grad::infer_forward({co(m3, {8, 4, 16}, {{0, 1}, {}, {}}), co(m3, {8, 4, 16}, {{}, {2}, {}})},
                                                 {.axis = -1}, phi);
 static_assert(is(gc.outputs[0], {{0, 1}, {2}, {}}) && is(gc.inputs[1], {{0, 1}, {2}, {}}));
+// phi clears the softmax axis before the merge picks the operand it follows: out's co-sharded
+// axis does not make out's layout win (Paddle: [[], [1, 2], []]; following out gave [2, 1])
+constexpr tensor_shape s3{8, 16, 32};
+constexpr auto gx = softmax_grad::infer_forward({co(m3, s3, {{}, {2}, {0, 1}}), co(m3, s3, {{}, {1, 2}, {}})}, {}, phi);
+static_assert(is(gx.inputs[0], {{}, {1, 2}, {}}) && is(gx.inputs[1], {{}, {1, 2}, {}}) && is(gx.outputs[0], {{}, {1, 2}, {}}));
+// the same with the operands' roles swapped
+static_assert(is(softmax_grad::infer_forward({co(m3, s3, {{}, {1, 2}, {}}), co(m3, s3, {{}, {2}, {0, 1}})}, {}, phi).outputs[0],
+                 {{}, {1, 2}, {}}));
+// without a co-shard elsewhere: the shard counts after clearing pick out_grad (4 against 2)
+static_assert(is(softmax_grad::infer_forward({co(m3, s3, {{}, {2}, {0, 1}}), co(m3, s3, {{0}, {1}, {}})}, {}, phi).outputs[0],
+                 {{0}, {1, 2}, {}}));
+// a middle axis: out_grad's co-shard of dim 0 is followed, out's dim 2 gets nothing left
+static_assert(is(softmax_grad::infer_forward({co(m3, s3, {{}, {0, 1}, {2}}), co(m3, s3, {{1, 2}, {}, {}})}, {.axis = 1}, phi)
+                     .outputs[0],
+                 {{1, 2}, {}, {}}));
+// fluid: out's axis is ignored too, and the two lists of dim 1 conflict
+static_assert(softmax_grad::try_infer_forward({co(m3, s3, {{}, {2}, {0, 1}}), co(m3, s3, {{}, {1, 2}, {}})}).kind() ==
+              error_kind::unimplemented);
+static_assert(is(softmax_grad::infer_forward({co(m3, s3, {{}, {1, 2}, {0}}), co(m3, s3, {{}, {1, 2}, {}})}).outputs[0],
+                 {{}, {1, 2}, {}}));
 // co-shard under fluid: the lists merge as units
 constexpr auto gf = softmax_grad::infer_forward({co(m3, {8, 4, 16}, {{0, 1}, {}, {}}), co(m3, {8, 4, 16}, {{0, 1}, {}, {2}})});
 static_assert(is(gf.outputs[0], {{0, 1}, {}, {}}));

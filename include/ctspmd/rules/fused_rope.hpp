@@ -3,23 +3,27 @@
 /// \file The fused_rope rule (phi; also `fused_rotary_position_embedding`) and its grad rule
 /// `fused_rope_grad`.
 ///
-/// fused_rope: inputs q, k, v (optional), sin, cos, position_ids; outputs out_q, out_k, out_v.
-/// q is [b, s, h, d] ([s, b, h, d] when time_major); k and v are [b, s, hk, d] (likewise), hk
-/// dividing h (GQA). Each head vector of q, k and v is rotated position by position: out =
-/// x * cos + rotate_half(x) * sin, where rotate_half pairs element i with i + d/2 (neox style)
-/// or element 2i with 2i + 1 (use_neox_rotary_style false). sin and cos are [s', d] or
-/// [1, s', 1, d]; position_ids [b, s] picks, per batch and position, the row of sin/cos
-/// (absent: row = position, and s' = s). rotary_emb_base (not in section 7's contract) is
-/// accepted as an attribute with Paddle's default 10000.0; it only matters when Paddle builds
-/// sin/cos itself (sin and cos absent) and changes no layout.
+/// fused_rope: inputs q, k, v, sin, cos, position_ids; outputs out_q, out_k, out_v. Every input
+/// but q is optional, absent in any combination (shape [], dims mapping [], as Paddle's rule
+/// takes them). q is [b, s, h, d] ([s, b, h, d] when time_major); k and v are [b, s, hk, d]
+/// (likewise), hk dividing h (GQA). Each head vector of q, k and v is rotated position by
+/// position: out = x * cos + rotate_half(x) * sin, where rotate_half pairs element i with i + d/2
+/// (neox style) or element 2i with 2i + 1 (use_neox_rotary_style false). sin and cos are [s', d]
+/// or [1, s', 1, d]; position_ids [b, s] picks, per batch and position, the row of sin/cos
+/// (absent: row = position, and s' = s). sin and cos are used together: with either absent the
+/// kernel builds its own tables and reads neither (Paddle: "if one of sin cos is empty, they are
+/// all useless in kernel"), so both come back as given and nothing is sequence parallel.
+/// rotary_emb_base (not in section 7's contract) is accepted as an attribute with Paddle's
+/// default 10000.0; it only matters when Paddle builds sin/cos itself and changes no layout.
 ///
 /// Notation: batch `a`, seq `b`, heads `c`; the head dim is `'1'` (a rotation pairs elements
 /// across the whole head dim, so phi's rule replicates it). q, k, v and out_q/k/v are `abc1`
 /// (`bac1` when time_major), position_ids `a1`, sin and cos `b1` (`1b11` 4-D).
 ///
-/// Sequence parallelism: the seq dim keeps a sharding only when sin and cos are given and
+/// Sequence parallelism: the seq dim keeps a sharding only when sin and cos are both given and
 /// position_ids is absent (each device rotates its positions with its rows of sin and cos, which
-/// then take q's seq sharding); otherwise seq is `'1'` everywhere and sin/cos are replicated.
+/// then take q's seq sharding); otherwise seq is `'1'` everywhere and sin/cos, if both given, are
+/// replicated.
 /// Where seq will be replicated it proposes nothing in the merge (phi merges it and replicates
 /// it afterwards, so its mesh dim can conflict with another axis and drop a useful sharding;
 /// ours cannot). position_ids proposes its batch only, for the same reason (its seq is
@@ -32,8 +36,9 @@
 /// flash_attention does). q, k, v and the outputs take the merged mapping; sin and cos have
 /// their head dim replicated, their seq q's seq mapping under sequence parallelism, else
 /// replicated; position_ids its batch's mapping. Partial inputs come back whole and no output
-/// is partial (as phi's rule). An absent optional input (shape []) comes back as given, and an
-/// absent v gives an absent out_v (as given: shape [], mapping []).
+/// is partial (as phi's rule). An absent input (shape []) comes back as given, and an absent k
+/// or v gives an absent out_k or out_v (as given: shape [], mapping []). GQA reads k's heads, or
+/// v's where k is absent.
 ///
 /// Backward (phi's reverse): the same with out_q, out_k, out_v merged instead of q, k, v (and
 /// position_ids not merged). phi's reverse compares the head dims where it means the heads and
@@ -41,18 +46,20 @@
 /// each out_x has x's shape and test out_v.
 ///
 /// Checks (`invalid_argument`, naming the operand and sizes; -1, unknown, matches any size):
-/// q 4-D; k 4-D; v 4-D when given; q's heads a multiple of k's; k's other dims q's; v of k's
-/// shape; sin and cos of one shape (both given or both absent); sin/cos 2-D or 4-D; 4-D sin/cos
-/// with dims 0 and 2 of size 1; position_ids [b, s]; sin/cos rows at least s with position_ids,
-/// exactly s without; sin/cos head dim d. Section 7 marks only v optional; sin, cos and
-/// position_ids may be absent as well (section 2's sequence-parallel condition tests them).
+/// q 4-D; k and v 4-D when given; q's heads a multiple of k's, k's other dims q's; v of k's
+/// shape, or where k is absent, checked against q as k is; when sin and cos are both given: one
+/// shape, 2-D or 4-D, 4-D with dims 0 and 2 of size 1, rows at least s with position_ids and
+/// exactly s without, head dim d; position_ids [b, s] when given. Section 7 marks only v
+/// optional; Paddle's rule takes every input but q as optional, and so do we.
 ///
-/// fused_rope_grad (phi): inputs sin, cos, position_ids, out_q_grad, out_k_grad, out_v_grad
-/// (optional); outputs q_grad, k_grad, v_grad. The gradient is the inverse rotation of the
-/// output gradients with the same sin/cos rows (phi: forward on the grads, inputs reordered), so
-/// the rule is forward with out_x_grad in place of x: the output gradients are merged, each
-/// gradient takes its output gradient's mapping, sin/cos/position_ids as in forward. No
-/// gradient is partial: a position's gradient reads only that position's output gradient.
+/// fused_rope_grad (phi): inputs sin, cos, position_ids, out_q_grad, out_k_grad, out_v_grad,
+/// every one but out_q_grad optional (absent in any combination, as in forward); outputs
+/// q_grad, k_grad, v_grad, absent where out_k_grad or out_v_grad is. The gradient is the inverse
+/// rotation of the output gradients with the same sin/cos rows (phi: forward on the grads, inputs
+/// reordered), so the rule is forward with out_x_grad in place of x: the output gradients are
+/// merged, each gradient takes its output gradient's mapping, sin/cos/position_ids as in
+/// forward. No gradient is partial: a position's gradient reads only that position's output
+/// gradient.
 /// Both rules exist only in phi: fluid differs only in the merge policy.
 
 #include <array>
@@ -91,54 +98,63 @@ struct rope_kit {
     const dist_tensor_spec &q, &k, &v, &sin, &cos, &pos;
   };
 
-  /// Checks the operands; returns the sizes the GQA drop needs.
   /// The messages that name q, k, v (forward) or the output gradients (grad rule).
   struct messages {
     const char* rank[3];
-    const char* heads;
-    const char* k_dim;
+    const char* heads[2];  ///< k's, v's (v is compared with q only where k is absent)
+    const char* dim[2];    ///< likewise
     const char* v_shape;
     const char* head_dim;
   };
   static constexpr messages forward_messages{
       {"q must be 4-D, but has rank {}", "k must be 4-D, but has rank {}", "v must be 4-D, but has rank {}"},
-      "q's number of heads ({}) must be a multiple of k's ({})",
-      "k's dim {} has size {}, but q's has {}",
+      {"q's number of heads ({}) must be a multiple of k's ({})", "q's number of heads ({}) must be a multiple of v's ({})"},
+      {"k's dim {} has size {}, but q's has {}", "v's dim {} has size {}, but q's has {}"},
       "v must have k's shape, but its dim {} has size {}, not {}",
       "sin and cos have head dim {}, but q has {}"};
   static constexpr messages grad_messages{
       {"out_q_grad must be 4-D, but has rank {}", "out_k_grad must be 4-D, but has rank {}",
        "out_v_grad must be 4-D, but has rank {}"},
-      "out_q_grad's number of heads ({}) must be a multiple of out_k_grad's ({})",
-      "out_k_grad's dim {} has size {}, but out_q_grad's has {}",
+      {"out_q_grad's number of heads ({}) must be a multiple of out_k_grad's ({})",
+       "out_q_grad's number of heads ({}) must be a multiple of out_v_grad's ({})"},
+      {"out_k_grad's dim {} has size {}, but out_q_grad's has {}", "out_v_grad's dim {} has size {}, but out_q_grad's has {}"},
       "out_v_grad must have out_k_grad's shape, but its dim {} has size {}, not {}",
       "sin and cos have head dim {}, but out_q_grad has {}"};
 
-  /// Checks the operands; returns the sizes the GQA drop needs.
+  /// True if sin and cos are both given: with only one, the kernel uses neither.
+  static constexpr bool has_tables(const operands& o) noexcept { return !is_absent(o.sin) && !is_absent(o.cos); }
+
+  /// Checks the operands (the absent ones are not checked; with only one of sin and cos, neither
+  /// is); returns the sizes the GQA drop needs (hk: k's heads, else v's, else unknown).
   static constexpr result<attn::sizes> check(const operands& o, bool time_major, const messages& msg) {
     using attn_kit = attention_kit;
     const dist_tensor_spec* qkv[3] = {&o.q, &o.k, &o.v};
     for (std::size_t i = 0; i < 3; ++i)
-      if (!(i == 2 && is_absent(o.v)) && qkv[i]->ndim() != 4)
+      if ((i == 0 || !is_absent(*qkv[i])) && qkv[i]->ndim() != 4)
         return make_error(error_kind::invalid_argument, "", msg.rank[i], qkv[i]->ndim());
     const auto& qs = o.q.shape();
-    const auto& ks = o.k.shape();
-    if (qs[2] != -1 && ks[2] != -1 && (ks[2] <= 0 || qs[2] % ks[2] != 0))
-      return make_error(error_kind::invalid_argument, "", msg.heads, qs[2], ks[2]);
-    for (std::size_t d : {std::size_t{0}, std::size_t{1}, std::size_t{3}})
-      if (attn_kit::differ(qs[d], ks[d]))
-        return make_error(error_kind::invalid_argument, "", msg.k_dim, d, ks[d], qs[d]);
-    if (!is_absent(o.v))
+    // k (i = 0) or v (i = 1) against q: q's heads a multiple of its heads, its other dims q's.
+    const auto against_q = [&](const dist_tensor_spec& t, std::size_t i) -> status {
+      const auto& ts = t.shape();
+      if (qs[2] != -1 && ts[2] != -1 && (ts[2] <= 0 || qs[2] % ts[2] != 0))
+        return make_error(error_kind::invalid_argument, "", msg.heads[i], qs[2], ts[2]);
+      for (std::size_t d : {std::size_t{0}, std::size_t{1}, std::size_t{3}})
+        if (attn_kit::differ(qs[d], ts[d])) return make_error(error_kind::invalid_argument, "", msg.dim[i], d, ts[d], qs[d]);
+      return {};
+    };
+    if (!is_absent(o.k)) CTSPMD_TRY(against_q(o.k, 0));
+    if (!is_absent(o.v) && is_absent(o.k)) CTSPMD_TRY(against_q(o.v, 1));
+    if (!is_absent(o.v) && !is_absent(o.k))
       for (std::size_t d = 0; d < 4; ++d)
-        if (attn_kit::differ(o.v.shape()[d], ks[d]))
-          return make_error(error_kind::invalid_argument, "", msg.v_shape, d, o.v.shape()[d], ks[d]);
+        if (attn_kit::differ(o.v.shape()[d], o.k.shape()[d]))
+          return make_error(error_kind::invalid_argument, "", msg.v_shape, d, o.v.shape()[d], o.k.shape()[d]);
     const std::int64_t b = time_major ? qs[1] : qs[0];
     const std::int64_t s = time_major ? qs[0] : qs[1];
     const std::int64_t d = qs[3];
-    if (is_absent(o.sin) != is_absent(o.cos) || o.sin.ndim() != o.cos.ndim())
-      return make_error(error_kind::invalid_argument, "", "sin and cos must have one shape, but have ranks {} and {}",
-                        o.sin.ndim(), o.cos.ndim());
-    if (!is_absent(o.sin)) {
+    if (has_tables(o)) {
+      if (o.sin.ndim() != o.cos.ndim())
+        return make_error(error_kind::invalid_argument, "", "sin and cos must have one shape, but have ranks {} and {}",
+                          o.sin.ndim(), o.cos.ndim());
       const std::int64_t r = o.sin.ndim();
       for (std::size_t i = 0; i < o.sin.shape().size(); ++i)
         if (attn_kit::differ(o.sin.shape()[i], o.cos.shape()[i]))
@@ -175,23 +191,28 @@ struct rope_kit {
     }
     attn::sizes sz;
     sz.h = qs[2];
-    sz.hk = ks[2];
+    sz.hk = !is_absent(o.k) ? o.k.shape()[2] : !is_absent(o.v) ? o.v.shape()[2] : -1;
     return sz;
   }
 
   /// The labels: seq sharded (sequence parallelism) only with sin and cos and no position_ids.
   static constexpr labels labels_of(const operands& o, bool time_major) {
-    const bool sp = !is_absent(o.sin) && is_absent(o.pos);
+    const bool sp = has_tables(o) && is_absent(o.pos);
     labels l;
     l.qkv = time_major ? (sp ? "bac1" : "1ac1") : (sp ? "abc1" : "a1c1");
     l.sincos = o.sin.ndim() == 4 ? (sp ? "1b11" : "1111") : (sp ? "b1" : "11");
     return l;
   }
 
-  /// Pushes sin, cos, position_ids (in that order) under `map`.
+  /// Pushes sin, cos, position_ids (in that order) under `map`; sin and cos as given unless both
+  /// are (the kernel then reads neither).
   static constexpr void push_tables(dist_attrs& out, const operands& o, const labels& l, const axis_to_dim_map& map) {
-    attn::push_operand(out, o.sin, l.sincos, map);
-    attn::push_operand(out, o.cos, l.sincos, map);
+    for (const dist_tensor_spec* t : {&o.sin, &o.cos}) {
+      if (has_tables(o))
+        attn::push_operand(out, *t, l.sincos, map);
+      else
+        out.push_back(t->dist_attr());
+    }
     attn::push_operand(out, o.pos, pos, map);
   }
 };

@@ -66,6 +66,19 @@ struct size_one_unsharded {
   constexpr char operator[](std::size_t i) const { return shape.data()[i] == 1 ? broadcast_label : axes.begin()[i]; }
 };
 
+/// `spec` with every dim that `labels` labels `'1'` replicated (its partial status and batch dim
+/// kept): for a rule that clears dims before it merges, so that the merge policy does not see
+/// their mesh dims at all (phi's element-wise merge counts every dim when it picks the operand
+/// it follows). `labels` has `spec`'s rank.
+constexpr dist_tensor_spec with_ones_replicated(const dist_tensor_spec& spec, std::string_view labels) {
+  multi_dims_mapping mapping = spec.dist_attr().multi_dims_mapping();
+  for (std::size_t d = 0; d < mapping.size(); ++d)
+    if (labels[d] == broadcast_label) mapping[d] = mesh_dims{};
+  tensor_dist_attr a = spec.dist_attr();
+  a.set_dims_mapping(mapping);
+  return {spec.shape(), a};
+}
+
 /// Checks that `specs` have the ranks of `labels` (as many specs as labels).
 template <std::size_t N>
 constexpr status check_ranks(std::span<const std::string_view, N> labels, spec_span specs, bool outputs = false) {

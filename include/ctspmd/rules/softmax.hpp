@@ -30,11 +30,15 @@
 /// forward's output and its gradient, of one shape: an `invalid_argument` naming the rank or
 /// the dim otherwise), attribute `axis`; output x_grad = out * (out_grad - sum(out * out_grad)
 /// over the axis) (log_softmax: out_grad - exp(out) * sum(out_grad)). Every element needs the
-/// whole axis, so it is replicated in all three; out and out_grad are merged on the other dims
-/// as phi's SoftmaxGradInferSpmd does through its elementwise binary rule: first-wins under
-/// `fluid` (two mesh dims on one dim are `unimplemented`), phi's element-wise merge under `phi`
-/// (the layout of the input with the most co-sharded dims, then the most shards, followed;
-/// the other adds mesh dims nobody uses; a mesh dim that does not divide its dim dropped).
+/// whole axis, so it is replicated in all three. As phi's SoftmaxGradInferSpmd does, the axis is
+/// cleared on out and out_grad first, and then the two are merged on the other dims through the
+/// elementwise binary rule: first-wins under `fluid` (two mesh dims on one dim are
+/// `unimplemented`), phi's element-wise merge under `phi` (the layout of the input with the most
+/// co-sharded dims, then the most shards, followed; the other adds mesh dims nobody uses; a mesh
+/// dim that does not divide its dim dropped). Clearing first matters under `phi`: the operand
+/// followed is chosen on the dims that stay, so a co-sharded or sharded softmax axis does not
+/// make its operand's layout win (out [[], [2], [0, 1]] with out_grad [[], [1, 2], []] on a
+/// [2, 2, 2] mesh, axis -1, gives [[], [1, 2], []], out_grad's order, as Paddle does).
 /// out, out_grad and x_grad take the merge. No input may be partial (each comes back whole;
 /// x_grad is linear in out_grad, but phi cleans a partial out_grad and so do we), and x_grad is
 /// not partial. No reverse inference. Both semantics behave the same except for the merge.
@@ -133,8 +137,11 @@ struct softmax_grad : rule_base<softmax_grad, softmax_attributes> {
     const auto labels = softmax::labels_for(out.ndim(), attrs.axis);
     if (!labels) return labels.error();
     const std::array<std::string_view, 2> views{labels->view(), labels->view()};
+    // The axis is replicated before the merge: its mesh dims must not decide the operand phi's
+    // element-wise merge follows.
+    const std::array<dist_tensor_spec, 2> cleared{with_ones_replicated(out, *labels), with_ones_replicated(g, *labels)};
     axis_to_dim_map map;
-    CTSPMD_TRY(merge_specs(map, std::span<const std::string_view, 2>(views), in,
+    CTSPMD_TRY(merge_specs(map, std::span<const std::string_view, 2>(views), cleared,
                            s == semantics::phi ? merge_policy::elementwise : merge_policy::first_wins,
                            {true, false, false, /*drop_indivisible=*/true}));
     push(info.inputs, out.dist_attr(), *labels, map);
