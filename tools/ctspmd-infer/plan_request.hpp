@@ -42,7 +42,95 @@ inline constexpr dtype dtypes[] = {{"bool", 1},    {"int8", 1},    {"uint8", 1},
                                    {"float16", 2}, {"bfloat16", 2}, {"int32", 4},   {"float32", 4},
                                    {"int64", 8},   {"float64", 8}};
 
-/// Builds the plan a request describes (`build`), then answers it (`answer`). Strings of the
+/// Tensor t of plan `p` (propagated as `r`) in a plan answer.
+template <class Plan, class Propagation>
+json tensor_json(const Plan& p, const Propagation& r, std::size_t t, const ctspmd::named_mesh& mesh, const layout_form& form) {
+  const auto& info = p.tensor_at(t);
+  const auto& a = r.attr({t});
+  // A tensor no operator reads or writes has no layout.
+  const bool laid_out = a.process_mesh() == static_cast<const ctspmd::process_mesh&>(mesh) && a.rank() == info.shape.size();
+  json o = laid_out ? attr_json(a, mesh, form) : json::object();
+  o["name"] = info.name;
+  constexpr std::string_view roles[] = {"value", "gradient", "optimizer_state", "first_run_layout"};
+  if (info.role != model::tensor_role::value) {
+    o["role"] = roles[static_cast<std::size_t>(info.role)];
+    o["of"] = info.role_of;
+  }
+  if (info.trainable) o["parameter"] = true;
+  return o;
+}
+
+/// The cost `c` of plan `p` in a plan answer.
+template <class Plan>
+json cost_json(const Plan& p, const model::step_cost& c) {
+  const auto& m = c.memory();
+  json collectives = json::object();
+  for (std::size_t ph = 0; ph < model::phase_count; ++ph)
+    for (std::size_t k = 0; k < model::collective_count; ++k) {
+      const auto t = c.collectives(static_cast<model::phase>(ph), static_cast<model::collective>(k));
+      if (t.count == 0) continue;
+      collectives[std::string(model::to_string(static_cast<model::phase>(ph)))]
+                 [std::string(model::to_string(static_cast<model::collective>(k)))] = {
+                     {"count", t.count}, {"bytes", t.bytes}, {"seconds", t.seconds}};
+    }
+  return {{"memory",
+           {{"parameters", m.parameters},
+            {"gradients", m.gradients},
+            {"optimizer_states", m.optimizer_states},
+            {"activations", m.activations},
+            {"peak", m.peak},
+            {"peak_op", m.peak_op},
+            {"peak_op_name", p.op_count() > 0 ? p.op_at(m.peak_op).name() : ""},
+            {"peak_phase", model::to_string(m.peak_phase)}}},
+          {"flops",
+           {{"forward", c.flops(model::phase::forward)},
+            {"backward", c.flops(model::phase::backward)},
+            {"optimizer", c.flops(model::phase::optimizer)},
+            {"recompute", c.recompute_flops()},
+            {"model", c.model_flops()},
+            {"hardware", c.hardware_flops()}}},
+          {"collectives", collectives},
+          {"compute_seconds", c.compute_seconds()},
+          {"communication_seconds", c.communication_seconds()},
+          {"step_seconds", c.step_seconds()},
+          {"overlapped_step_seconds", c.overlapped_step_seconds()},
+          {"mfu", c.mfu()},
+          {"overlapped_mfu", c.overlapped_mfu()}};
+}
+
+/// The answer to a propagated plan `p` (`r`): every tensor's layout, the reshards and their totals.
+template <class Plan, class Propagation>
+json report_json(const Plan& p, const Propagation& r, const ctspmd::named_mesh& mesh, const layout_form& form) {
+  json tensors = json::array();
+  for (std::size_t t = 0; t < p.tensor_count(); ++t) tensors.push_back(tensor_json(p, r, t, mesh, form));
+  json reshards = json::array(), totals = json::object();
+  for (std::size_t e = 0; e < r.reshard_entries(); ++e) {
+    const auto& s = r.reshard_at(e);
+    const auto& op = p.op_at(s.op);
+    reshards.push_back({{"op", s.op},
+                        {"name", op.name()},
+                        {"rule", op.rule},
+                        {s.on_output ? "output" : "input", s.operand},
+                        {"tensor", s.tensor},
+                        {"tensor_name", p.tensor_at(s.tensor).name},
+                        {"mesh_dim", s.mesh_dim},
+                        {"collective", model::to_string(s.kind)},
+                        {"bytes", s.bytes},
+                        {"times", s.times},
+                        {"block", s.block},
+                        {"phase", model::to_string(s.phase)},
+                        {"from", attr_json(s.from, mesh, form)},
+                        {"to", attr_json(s.to, mesh, form)}});
+    auto& total = totals[std::string(model::to_string(s.phase))][std::string(model::to_string(s.kind))];
+    if (total.is_null()) total = {{"count", 0}, {"bytes", 0}};
+    const auto times = static_cast<std::int64_t>(s.times), before = total["bytes"].get<std::int64_t>();
+    total["count"] = total["count"].get<std::int64_t>() + times;
+    total["bytes"] = before < 0 || s.bytes < 0 ? -1 : before + s.bytes * times;  // -1: a size is unknown
+  }
+  return {{"tensors", tensors}, {"reshards", reshards}, {"totals", totals}};
+}
+
+/// Builds the plan a request describes, propagates it and answers (`verify`). Strings of the
 /// plan (names, labels, mesh names, string attributes) are views of the request's, which
 /// outlives the reader.
 class plan_reader {
@@ -120,7 +208,7 @@ class plan_reader {
     } else {
       id = parameter ? p.parameter(name, shape, element) : p.tensor(name, shape, element);
     }
-    declare(name, id, w);
+    declare(name, id);
   }
   static std::int64_t element_bytes(const json& v, const std::string& w) {
     if (v.contains("dtype") && v.contains("element_bytes")) bad_request(w + " gives both \"dtype\" and \"element_bytes\"");
@@ -133,10 +221,10 @@ class plan_reader {
     for (const auto& t : dtypes) (names += names.empty() ? "" : ", ") += t.name;
     bad_request(w + ".dtype must be one of " + names + " (or give \"element_bytes\"), not " + shown(d));
   }
-  void declare(const std::string& name, tensor_id id, const std::string& w) {
-    if (!scopes_.back().emplace(name, id).second)
-      bad_request(w + ": a tensor named '" + name + "' is already declared" +
-                  (scopes_.size() > 1 ? " in this block" : ""));
+  /// A name declared twice in a scope is ambiguous there: such tensors are referred to by index.
+  void declare(const std::string& name, tensor_id id) {
+    const auto [it, added] = scopes_.back().emplace(name, id);
+    if (!added) it->second.reset();
   }
 
   /// The tensor `v` names: a name (the innermost block's first) or an index in the plan.
@@ -144,7 +232,12 @@ class plan_reader {
     if (v.is_string()) {
       const auto& name = v.get_ref<const std::string&>();
       for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
-        if (const auto it = s->find(name); it != s->end()) return it->second;
+        if (const auto it = s->find(name); it != s->end()) {
+          if (!it->second)
+            bad_request(w + ": two tensors are named '" + name + "'" + (s + 1 == scopes_.rend() ? "" : " in this block") +
+                        ": refer to them by index");
+          return *it->second;
+        }
       bad_request(w + ": no tensor named '" + name + "'");
     }
     if (!is_int64(v)) bad_request(w + " must be a tensor's name or index, not " + shown(v));
@@ -232,7 +325,7 @@ class plan_reader {
     const std::string& input = v.at("input").get_ref<const std::string&>();
     const tensor_id output = plan_->repeat(static_cast<std::size_t>(count), source, [&](ctspmd::runtime::plan&, tensor_id x) {
       scopes_.emplace_back();
-      declare(input, x, w + ".input");
+      declare(input, x);
       if (v.contains("tensors")) read_tensors(v.at("tensors"), w + ".tensors");
       read_operators(v.at("operators"), w + ".operators");
       const auto out = resolve(v.at("output"), w + ".output");
@@ -240,7 +333,7 @@ class plan_reader {
       return out;
     });
     // The last run's output keeps its name after the block.
-    if (v.at("output").is_string()) declare(v.at("output").get<std::string>(), output, w + ".output");
+    if (v.at("output").is_string()) declare(v.at("output").get<std::string>(), output);
   }
 
   // ---- training ----
@@ -326,33 +419,7 @@ class plan_reader {
       if (!operands.empty()) details["inputs"] = operands;
       throw plan_error(r->error().kind, std::string(model::detail::describe_failure(p, *r).view()), details);
     }
-    json tensors = json::array();
-    for (std::size_t t = 0; t < p.tensor_count(); ++t) tensors.push_back(tensor_json(p, *r, t));
-    json reshards = json::array(), totals = json::object();
-    for (std::size_t e = 0; e < r->reshard_entries(); ++e) {
-      const auto& s = r->reshard_at(e);
-      const auto& op = p.op_at(s.op);
-      reshards.push_back({{"op", s.op},
-                          {"name", op.name()},
-                          {"rule", op.rule},
-                          {s.on_output ? "output" : "input", s.operand},
-                          {"tensor", s.tensor},
-                          {"tensor_name", p.tensor_at(s.tensor).name},
-                          {"mesh_dim", s.mesh_dim},
-                          {"collective", model::to_string(s.kind)},
-                          {"bytes", s.bytes},
-                          {"times", s.times},
-                          {"block", s.block},
-                          {"phase", model::to_string(s.phase)},
-                          {"from", attr_json(s.from, mesh_, form_)},
-                          {"to", attr_json(s.to, mesh_, form_)}});
-      auto& total = totals[std::string(model::to_string(s.phase))][std::string(model::to_string(s.kind))];
-      if (total.is_null()) total = {{"count", 0}, {"bytes", 0}};
-      const auto times = static_cast<std::int64_t>(s.times), before = total["bytes"].get<std::int64_t>();
-      total["count"] = total["count"].get<std::int64_t>() + times;
-      total["bytes"] = before < 0 || s.bytes < 0 ? -1 : before + s.bytes * times;  // -1: a size is unknown
-    }
-    json out = {{"tensors", tensors}, {"reshards", reshards}, {"totals", totals}};
+    json out = report_json(p, *r, mesh_, form_);
     if (request_.contains("training") || request_.contains("cluster")) {
       const auto c = request_.contains("cluster") ? read_cluster(request_.at("cluster")) : model::h100_cluster(mesh_);
       at("cost", [&] { out["cost"] = cost_json(p, ctspmd::runtime::cost(p, *r, c)); });
@@ -360,64 +427,11 @@ class plan_reader {
     return out;
   }
 
-  template <class Plan, class Propagation>
-  json tensor_json(const Plan& p, const Propagation& r, std::size_t t) const {
-    const auto& info = p.tensor_at(t);
-    const auto& a = r.attr({t});
-    // A tensor no operator reads or writes has no layout.
-    json o = a.process_mesh() == static_cast<const ctspmd::process_mesh&>(mesh_) && a.rank() == info.shape.size() ? attr_json(a, mesh_, form_) : json::object();
-    o["name"] = info.name;
-    constexpr std::string_view roles[] = {"value", "gradient", "optimizer_state", "first_run_layout"};
-    if (info.role != model::tensor_role::value) {
-      o["role"] = roles[static_cast<std::size_t>(info.role)];
-      o["of"] = info.role_of;
-    }
-    if (info.trainable) o["parameter"] = true;
-    return o;
-  }
-
-  template <class Plan>
-  static json cost_json(const Plan& p, const model::step_cost& c) {
-    const auto& m = c.memory();
-    json collectives = json::object();
-    for (std::size_t ph = 0; ph < model::phase_count; ++ph)
-      for (std::size_t k = 0; k < model::collective_count; ++k) {
-        const auto t = c.collectives(static_cast<model::phase>(ph), static_cast<model::collective>(k));
-        if (t.count == 0) continue;
-        collectives[std::string(model::to_string(static_cast<model::phase>(ph)))]
-                   [std::string(model::to_string(static_cast<model::collective>(k)))] = {
-                       {"count", t.count}, {"bytes", t.bytes}, {"seconds", t.seconds}};
-      }
-    return {{"memory",
-             {{"parameters", m.parameters},
-              {"gradients", m.gradients},
-              {"optimizer_states", m.optimizer_states},
-              {"activations", m.activations},
-              {"peak", m.peak},
-              {"peak_op", m.peak_op},
-              {"peak_op_name", p.op_count() > 0 ? p.op_at(m.peak_op).name() : ""},
-              {"peak_phase", model::to_string(m.peak_phase)}}},
-            {"flops",
-             {{"forward", c.flops(model::phase::forward)},
-              {"backward", c.flops(model::phase::backward)},
-              {"optimizer", c.flops(model::phase::optimizer)},
-              {"recompute", c.recompute_flops()},
-              {"model", c.model_flops()},
-              {"hardware", c.hardware_flops()}}},
-            {"collectives", collectives},
-            {"compute_seconds", c.compute_seconds()},
-            {"communication_seconds", c.communication_seconds()},
-            {"step_seconds", c.step_seconds()},
-            {"overlapped_step_seconds", c.overlapped_step_seconds()},
-            {"mfu", c.mfu()},
-            {"overlapped_mfu", c.overlapped_mfu()}};
-  }
-
   const json& request_;
   ctspmd::named_mesh mesh_;
   layout_form form_;
   std::unique_ptr<ctspmd::runtime::plan> plan_;
-  std::vector<std::map<std::string, tensor_id, std::less<>>> scopes_;  ///< names: the plan's, then the block's
+  std::vector<std::map<std::string, std::optional<tensor_id>, std::less<>>> scopes_;  ///< the plan's names, the block's
   std::deque<ctspmd::runtime::attribute_map> attrs_;                   ///< operators' attributes, which the plan views
 };
 
