@@ -34,7 +34,7 @@ TEST_CASE("add_operator: the typed API's operator, by name") {
   REQUIRE(named->op_count() == 2);
   CHECK(same_operator(typed->op_at(0), named->op_at(0)));
   CHECK(same_operator(typed->op_at(1), named->op_at(1)));
-  CHECK(named->op_at(0).grad != nullptr);
+  CHECK((named->op_at(0).grad != nullptr));
   CHECK(std::get<std::vector<std::int64_t>>(runtime::operator_attributes(named->op_at(1)).at("perm")) ==
         std::vector<std::int64_t>{0, 2, 1});
 
