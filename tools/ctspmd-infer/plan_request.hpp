@@ -146,9 +146,9 @@ class plan_reader {
     if (request_.contains("tensors")) read_tensors(request_.at("tensors"), "tensors");
     if (request_.contains("operators")) read_operators(request_.at("operators"), "operators");
     if (!request_.contains("training")) return answer(*plan_);
-    const auto [loss, options] = read_training(request_.at("training"));
+    const auto training = read_training(request_.at("training"));  // (a lambda cannot capture a structured binding in Clang 14)
     std::unique_ptr<ctspmd::runtime::step_plan> step;
-    at("training", [&] { step = ctspmd::runtime::training_step(*plan_, loss, options); });
+    at("training", [&] { step = ctspmd::runtime::training_step(*plan_, training.first, training.second); });
     return answer(*step);
   }
 
