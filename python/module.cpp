@@ -7,6 +7,8 @@
 #include <ctspmd/runtime.hpp>
 #include <ctspmd/runtime/operand_layout.hpp>
 
+#include "handler.hpp"  // ctspmd-infer's plan requests (verify_plan), read from a JSON value
+
 #include <pybind11/eval.h>
 #include <pybind11/pybind11.h>
 
@@ -264,21 +266,72 @@ py::object to_python(const rt::attribute& a) {
   return std::visit([](const auto& v) -> py::object { return py::cast(v); }, a);
 }
 
+/// `v` (dicts, lists and tuples, str, int, float, bool, None) as a JSON value, for the plan
+/// requests the tool reads; `what` names it in errors.
+ctspmd_infer::json to_json(py::handle v, const std::string& what) {
+  using ctspmd_infer::json;
+  if (v.is_none()) return nullptr;
+  if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
+  if (PyFloat_Check(v.ptr())) return v.cast<double>();
+  if (PyUnicode_Check(v.ptr())) return to_str(v, what);
+  if (PyDict_Check(v.ptr())) {
+    json out = json::object();
+    for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(v)) {
+      const std::string name = to_str(key, "a key of " + what);
+      out[name] = to_json(value, what + "." + name);
+    }
+    return out;
+  }
+  if (is_sequence(v)) {
+    json out = json::array();
+    const auto seq = py::reinterpret_borrow<py::sequence>(v);
+    for (std::size_t i = 0, n = py::len(seq); i < n; ++i) out.push_back(to_json(seq[i], what + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+  if (PyIndex_Check(v.ptr()) != 0) return to_int(v, what);
+  bad_type(what, "a dict, list, str, int, float, bool or None", v);
+}
+
+/// A JSON value as Python's.
+py::object to_python(const ctspmd_infer::json& j) {
+  using ctspmd_infer::json;
+  switch (j.type()) {
+    case json::value_t::null: return py::none();
+    case json::value_t::boolean: return py::bool_(j.get<bool>());
+    case json::value_t::number_integer: return py::int_(j.get<std::int64_t>());
+    case json::value_t::number_unsigned: return py::int_(j.get<std::uint64_t>());
+    case json::value_t::number_float: return py::float_(j.get<double>());
+    case json::value_t::string: return py::str(j.get_ref<const std::string&>());
+    case json::value_t::array: {
+      py::list out;
+      for (const auto& e : j) out.append(to_python(e));
+      return out;
+    }
+    default: {
+      py::dict out;
+      for (const auto& [key, value] : j.items()) out[py::str(key)] = to_python(value);
+      return out;
+    }
+  }
+}
+
 constexpr const char* spmd_error_source = R"py(
 class SpmdError(ValueError):
     """A rule refused its operands or attributes, or an operator is unknown.
 
     kind: "invalid_argument", "unimplemented", "precondition_not_met", "not_found" or
-    "already_exists" (the C++ library's error_kind); str(e) and message: what is wrong.
+    "already_exists" (the C++ library's error_kind); str(e) and message: what is wrong;
+    details: for verify_plan, where in the plan (as ctspmd-infer's error says it), else {}.
     """
 
-    def __init__(self, message, kind="invalid_argument"):
+    def __init__(self, message, kind="invalid_argument", details=None):
         super().__init__(message)
         self.message = message
         self.kind = kind
+        self.details = details if details is not None else {}
 
     def __reduce__(self):
-        return (type(self), (self.message, self.kind))
+        return (type(self), (self.message, self.kind, self.details))
 )py";
 
 constexpr const char* operand_doc = R"doc(
@@ -314,6 +367,9 @@ PYBIND11_MODULE(ctspmd, m) {
   py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const ctspmd_infer::plan_error& e) {
+      const py::object error = spmd_error_type(e.what(), std::string(ctspmd::to_string(e.kind())), to_python(e.details));
+      PyErr_SetObject(spmd_error_type.ptr(), error.ptr());
     } catch (const spmd_error& e) {
       const py::object error = spmd_error_type(e.what(), std::string(ctspmd::to_string(e.kind())));
       PyErr_SetObject(spmd_error_type.ptr(), error.ptr());
@@ -348,6 +404,20 @@ PYBIND11_MODULE(ctspmd, m) {
       },
       py::arg("op"), py::arg("mesh"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs") = py::dict(),
       py::arg("semantics") = "fluid", py::arg("mesh_names") = py::none(), backward_doc.c_str());
+  m.def(
+      "verify_plan",
+      [](py::handle plan) {
+        if (!PyDict_Check(plan.ptr())) bad_type("plan", "a dict", plan);
+        const auto request = to_json(plan, "plan");
+        return to_python(ctspmd_infer::verify_plan(request));
+      },
+      py::arg("plan"),
+      "verify_plan(plan) -> dict\n\n"
+      "Builds and propagates a whole plan, given as a dict of the structure of ctspmd-infer's plan requests (the "
+      "value of {\"plan\": ...}: mesh, mesh_names, semantics, tensors, operators and repeated blocks, optional "
+      "training and cluster; see ctspmd-infer --help and the README), and returns the tool's answer as a dict: "
+      "every tensor's layout, the reshard report, totals per phase and collective, and with training or a cluster "
+      "the step's cost. A malformed or failing plan raises SpmdError, whose .details name the operator and operand.");
   m.def(
       "has_rule", [](const std::string& op) { return rt::has_rule(op); }, py::arg("op"),
       "has_rule(op) -> bool\n\nTrue if a rule is registered under operator name `op`.");

@@ -104,6 +104,14 @@ inline ctspmd::runtime::attribute to_attribute(const json& v, const std::string&
   }
 }
 
+/// The attribute map `v` (an object, named `what`) gives.
+inline ctspmd::runtime::attribute_map read_attrs(const json& v, const std::string& what) {
+  if (!v.is_object()) bad_request("\"" + what + "\" must be an object");
+  ctspmd::runtime::attribute_map attrs;
+  for (const auto& [key, value] : v.items()) attrs[key] = to_attribute(value, what + "." + key);
+  return attrs;
+}
+
 /// True if `v` is a nested dims mapping (`[[0, 1], []]`): a non-empty array of arrays.
 inline bool is_nested(const json& v) { return v.is_array() && !v.empty() && v.front().is_array(); }
 
@@ -145,19 +153,15 @@ inline void read_partial(const json& v, const std::string& what, ctspmd::tensor_
   }
 }
 
-/// One operand: {"shape": [...], "dims_mapping" | "placements" | "partition_spec" | "sdy": ...,
-/// "partial": [...], "partial_reduce": [...]}.
-inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string& what, const ctspmd::named_mesh& mesh,
-                                                layout_form& form) {
-  check_fields(v, what, {"shape", "dims_mapping", "placements", "partition_spec", "sdy", "partial", "partial_reduce"});
-  const auto shape_field = v.find("shape");
-  if (shape_field == v.end()) bad_request(what + " has no \"shape\"");
-  const auto shape = to_list<ctspmd::tensor_shape>(*shape_field, what, ".shape", "max_rank");
+/// The layout operand `v` (of rank `rank`) gives in its "dims_mapping", "placements",
+/// "partition_spec" or "sdy" field and its partial status fields; replicated if it gives none.
+inline ctspmd::tensor_dist_attr read_layout(const json& v, const std::string& what, std::size_t rank,
+                                            const ctspmd::named_mesh& mesh, layout_form& form) {
   const auto key = ctspmd::runtime::layout_key([&v](std::string_view k) { return v.contains(k); }, what);
   if (key) form.use(*key, what);
   ctspmd::tensor_dist_attr attr(mesh);
   if (!key) {
-    attr.set_dims_mapping(ctspmd::dims_mapping(shape.size(), -1));
+    attr.set_dims_mapping(ctspmd::dims_mapping(rank, -1));
   } else if (*key == 0) {
     const json& field = v.at("dims_mapping");
     if (is_nested(field))
@@ -169,11 +173,21 @@ inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string
     if (!field.is_string())
       bad_request(what + "." + std::string(layout_keys[*key]) + " must be a string (the language's own text)");
     attr = ctspmd::runtime::attr_from_text(*ctspmd::runtime::language_of_key(*key), field.get_ref<const std::string&>(),
-                                           shape.size(), mesh, v.contains("partial") || v.contains("partial_reduce"),
-                                           form, what);
+                                           rank, mesh, v.contains("partial") || v.contains("partial_reduce"), form, what);
   }
   read_partial(v, what, attr);
-  return {shape, attr};
+  return attr;
+}
+
+/// One operand: {"shape": [...], "dims_mapping" | "placements" | "partition_spec" | "sdy": ...,
+/// "partial": [...], "partial_reduce": [...]}.
+inline ctspmd::dist_tensor_spec to_spec_unnamed(const json& v, const std::string& what, const ctspmd::named_mesh& mesh,
+                                                layout_form& form) {
+  check_fields(v, what, {"shape", "dims_mapping", "placements", "partition_spec", "sdy", "partial", "partial_reduce"});
+  const auto shape_field = v.find("shape");
+  if (shape_field == v.end()) bad_request(what + " has no \"shape\"");
+  const auto shape = to_list<ctspmd::tensor_shape>(*shape_field, what, ".shape", "max_rank");
+  return {shape, read_layout(v, what, shape.size(), mesh, form)};
 }
 
 /// The operand `v`; a rejected value's message names the operand (`what`).
@@ -279,28 +293,60 @@ inline std::string success_response(const ctspmd::spmd_info& info) {
   return out;
 }
 
-/// `attrs` in the request's sharding language: per attr {"placements": text},
-/// {"partition_spec": text, "partial": [...], "partial_reduce": [...]} (a PartitionSpec cannot
-/// say partial), or {"sdy": text} (partial sums as unreduced axes), with "partial" and
-/// "partial_reduce" beside it when some partial dim is not a sum.
-inline json to_json(const ctspmd::dist_attrs& attrs, const ctspmd::named_mesh& mesh, const layout_form& form) {
-  const std::string key(ctspmd::to_string(*form.language));
-  json out = json::array();
-  for (const auto& a : attrs) {
+/// A dist attr in the request's form: {"dims_mapping": [...], "partial": [...], "partial_reduce":
+/// [...]}, or in its sharding language {"placements": text}, {"partition_spec": text, "partial":
+/// [...], "partial_reduce": [...]} (a PartitionSpec cannot say partial), or {"sdy": text} (partial
+/// sums as unreduced axes), with "partial" and "partial_reduce" beside it when some partial dim is
+/// not a sum.
+inline json attr_json(const ctspmd::tensor_dist_attr& a, const ctspmd::named_mesh& mesh, const layout_form& form) {
+  json o = json::object();
+  if (form.language) {
     const auto answer = ctspmd::runtime::to_text_answer(a, mesh, form);
-    json o = {{key, std::string(answer.text.view())}};
-    if (answer.partial_beside) {
-      json partial = json::array(), reduce = json::array();
-      for (auto m : a.partial_dims()) {
-        partial.push_back(m);
-        reduce.push_back(ctspmd::to_string(a.partial_reduce_type(m)));
-      }
-      o["partial"] = partial;
-      o["partial_reduce"] = reduce;
-    }
-    out.push_back(o);
+    o[std::string(ctspmd::to_string(*form.language))] = std::string(answer.text.view());
+    if (!answer.partial_beside) return o;
+  } else {
+    o["dims_mapping"] = mapping_json(a);
   }
+  json partial = json::array(), reduce = json::array();
+  for (auto m : a.partial_dims()) {
+    partial.push_back(m);
+    reduce.push_back(ctspmd::to_string(a.partial_reduce_type(m)));
+  }
+  o["partial"] = partial;
+  o["partial_reduce"] = reduce;
+  return o;
+}
+
+/// `attrs` in the request's sharding language (`attr_json`).
+inline json to_json(const ctspmd::dist_attrs& attrs, const ctspmd::named_mesh& mesh, const layout_form& form) {
+  json out = json::array();
+  for (const auto& a : attrs) out.push_back(attr_json(a, mesh, form));
   return out;
+}
+
+/// The request's "semantics": fluid (the default) or phi.
+inline ctspmd::semantics read_semantics(const json& request) {
+  static const json default_semantics = "fluid";  // both branches lvalues: no copy of the request's value
+  const json& field = request.contains("semantics") ? request.at("semantics") : default_semantics;
+  if (field != "fluid" && field != "phi") bad_request("\"semantics\" must be \"fluid\" or \"phi\", not " + shown(field));
+  return field == "phi" ? ctspmd::semantics::phi : ctspmd::semantics::fluid;
+}
+
+/// The request's "mesh", with its "mesh_names" if given (views of the request's strings).
+inline ctspmd::named_mesh read_mesh(const json& request) {
+  if (!request.contains("mesh")) bad_request("the request needs \"mesh\", the process mesh's shape");
+  const ctspmd::process_mesh plain_mesh(to_list<ctspmd::tensor_shape>(request.at("mesh"), "mesh", "", "max_rank"));
+  ctspmd::mesh_names names;
+  if (request.contains("mesh_names")) {
+    const json& n = request.at("mesh_names");
+    if (!n.is_array() || n.size() != static_cast<std::size_t>(plain_mesh.ndim()))
+      bad_request("\"mesh_names\" must be an array of one name (a string) per mesh dim");
+    for (const auto& e : n) {
+      if (!e.is_string()) bad_request("\"mesh_names\" must be an array of one name (a string) per mesh dim");
+      names.push_back(e.get_ref<const std::string&>());
+    }
+  }
+  return {plain_mesh, names};
 }
 
 inline std::string error_response(error_kind kind, const std::string& message) {
@@ -313,11 +359,15 @@ struct response {
   bool ok;
 };
 
+/// The response to a plan request, {"plan": {...}} (plan_request.hpp).
+inline response plan_response(const json& request);
+
 /// Handles one request line. Never throws: every failure is an error response.
 inline response handle(std::string_view line) {
   try {
     const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (request.is_discarded()) return {error_response(error_kind::invalid_argument, "the line is not valid JSON"), false};
+    if (request.is_object() && request.contains("plan")) return plan_response(request);
     check_fields(request, "the request",
                  {"op", "direction", "semantics", "mesh", "mesh_names", "inputs", "outputs", "attrs"});
     if (!request.contains("op") || !request.at("op").is_string()) bad_request("the request needs \"op\", a string");
@@ -327,35 +377,15 @@ inline response handle(std::string_view line) {
     if (direction != "forward" && direction != "backward")
       bad_request("\"direction\" must be \"forward\" or \"backward\", not " + shown(direction));
     const bool forward = direction == "forward";
-    static const json default_semantics = "fluid";
-    const json& semantics_field = request.contains("semantics") ? request.at("semantics") : default_semantics;
-    if (semantics_field != "fluid" && semantics_field != "phi")
-      bad_request("\"semantics\" must be \"fluid\" or \"phi\", not " + shown(semantics_field));
-    const auto semantics = semantics_field == "phi" ? ctspmd::semantics::phi : ctspmd::semantics::fluid;
-    if (!request.contains("mesh")) bad_request("the request needs \"mesh\", the process mesh's shape");
-    const ctspmd::process_mesh plain_mesh(to_list<ctspmd::tensor_shape>(request.at("mesh"), "mesh", "", "max_rank"));
-    ctspmd::mesh_names names;
-    if (request.contains("mesh_names")) {
-      const json& n = request.at("mesh_names");
-      if (!n.is_array() || n.size() != static_cast<std::size_t>(plain_mesh.ndim()))
-        bad_request("\"mesh_names\" must be an array of one name (a string) per mesh dim");
-      for (const auto& e : n) {
-        if (!e.is_string()) bad_request("\"mesh_names\" must be an array of one name (a string) per mesh dim");
-        names.push_back(e.get_ref<const std::string&>());
-      }
-    }
-    const ctspmd::named_mesh mesh(plain_mesh, names);
+    const auto semantics = read_semantics(request);
+    const ctspmd::named_mesh mesh = read_mesh(request);
     layout_form form;
     if (!request.contains("inputs")) bad_request("the request needs \"inputs\"");
     const auto inputs = to_specs(request.at("inputs"), "inputs", mesh, form);
     if (forward && request.contains("outputs")) bad_request("\"outputs\" are given only with \"direction\": \"backward\"");
     if (!forward && !request.contains("outputs")) bad_request("a backward request needs \"outputs\"");
     const auto outputs = forward ? specs{} : to_specs(request.at("outputs"), "outputs", mesh, form);
-    ctspmd::runtime::attribute_map attrs;
-    if (request.contains("attrs")) {
-      if (!request.at("attrs").is_object()) bad_request("\"attrs\" must be an object");
-      for (const auto& [key, value] : request.at("attrs").items()) attrs[key] = to_attribute(value, "attrs." + key);
-    }
+    const auto attrs = request.contains("attrs") ? read_attrs(request.at("attrs"), "attrs") : ctspmd::runtime::attribute_map{};
     const auto info = forward ? ctspmd::runtime::infer_forward(op, inputs, attrs, semantics)
                               : ctspmd::runtime::infer_backward(op, inputs, outputs, attrs, semantics);
     if (form.language)
@@ -369,5 +399,7 @@ inline response handle(std::string_view line) {
 }
 
 }  // namespace ctspmd_infer
+
+#include "plan_request.hpp"  // plan_response
 
 #endif

@@ -64,6 +64,42 @@ Error (for that line; processing continues with the next):
   kinds: invalid_argument, unimplemented, precondition_not_met, not_found, already_exists.
   Malformed JSON, unknown fields, wrong types and bad values are errors, never ignored.
 
+Plan request (a whole model: every tensor's layout, the reshard report, a training step's cost):
+  {"plan": {"mesh": [2, 4], "mesh_names": ["dp", "mp"], "semantics": "fluid",
+   "tensors": [TENSOR, ...],            declared in order; the answer lists them (and a training step's) in order
+   "operators": [OPERATOR | {"repeat": BLOCK}, ...],   in program order
+   "training": TRAINING,                optional: verify the training step (backward, optimizer) instead
+   "cluster": "h100" | CLUSTER}}        optional: the step's cost on it (default "h100" with "training")
+  TENSOR: {"name": "x", "shape": [8, 1024], "dtype": "bfloat16" (bool, int8, uint8, int16, float16, int32,
+           float32 (default), int64, float64) or "element_bytes": 2, "parameter": true (trained),
+           and optionally a layout as an OPERAND gives it (its presence annotates the tensor)}
+  OPERATOR: {"op": "matmul", "inputs": ["x", "w"], "outputs": ["y"],   tensors by name or plan index
+             "attrs": {...}, "label": "attn.q", "recomputable": true (selective recomputation's region)}
+  BLOCK: {"count": 4, "source": "x0", "input": "x", "tensors": [...], "operators": [...], "output": "x2"}
+         runs count times: "input" names, in the body, the source (first run) or the previous run's
+         output; "output" (a body tensor) keeps its name after the block. Body names hide outer ones.
+  TRAINING: {"loss": "loss", "shard_optimizer_states_on": "dp" (or a mesh dim), "zero_stage": 1..3,
+             "state_element_bytes": 4, "gradient_element_bytes": 4, "master_weights": false,
+             "recompute": "none" | "selective" | "full", "keep_gathered_inputs": false}
+  CLUSTER: {"links": [{"bandwidth": 5e10, "latency": 1e-5}, ...one per mesh dim], "peak_flops": 9.894e14,
+            "compute_efficiency": 1, "communication_efficiency": 1}
+Plan response:
+  {"tensors": [{"name": "x", ATTR..., "parameter": true, "role": "gradient", "of": 3}, ...],
+   "reshards": [{"op": 2, "name": "fc2", "rule": "matmul", "input": 0 (or "output": 0), "tensor": 4,
+                 "tensor_name": "y", "mesh_dim": 1, "collective": "all_reduce", "bytes": 24576 (per device,
+                 one occurrence; -1 if a size is unknown), "times": 1, "block": -1, "phase": "forward",
+                 "from": ATTR, "to": ATTR}, ...],
+   "totals": {"forward": {"all_reduce": {"count": 1, "bytes": 24576}}, ...},
+   "cost": {"memory": {"parameters", "gradients", "optimizer_states", "activations", "peak", "peak_op",
+                       "peak_op_name", "peak_phase"},
+            "flops": {"forward", "backward", "optimizer", "recompute", "model", "hardware"},
+            "collectives": {PHASE: {COLLECTIVE: {"count", "bytes", "seconds"}}},
+            "compute_seconds", "communication_seconds", "step_seconds", "overlapped_step_seconds",
+            "mfu", "overlapped_mfu"}}   (with "training" or "cluster"; figures per device)
+  ATTR as above, in the plan's layout form. A failing plan's error names where:
+  {"error": {"kind": ..., "message": "operators[3] (operator 3 'fc2'): ...", "at": "operators[3]",
+             "operator": 3, "name": "fc2", "rule": "matmul", "operand": "inputs", "phase": ..., "inputs": [0, 1]}}
+
 Example:
   $ echo '{"op": "matmul", "mesh": [2, 3], "inputs": [{"shape": [64, 32], "dims_mapping": [1, 0]}, {"shape": [32, 48]}]}' | ctspmd-infer
   {"inputs":[{"dims_mapping":[1,0],"partial":[],"partial_reduce":[]},{"dims_mapping":[0,-1],"partial":[],"partial_reduce":[]}],"outputs":[{"dims_mapping":[1,-1],"partial":[0],"partial_reduce":["sum"]}]}

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -434,6 +435,13 @@ class plan {
   /// The operator `Op` (a registered name) reading `inputs` and writing `outputs`.
   template <fixed_string Op>
   constexpr void op(std::initializer_list<tensor_id> inputs, std::initializer_list<tensor_id> outputs,
+                    const typename rules::rule_for<Op>::attributes& attrs = {}, std::string_view label = "") {
+    op<Op>(std::span<const tensor_id>(inputs.begin(), inputs.size()),
+           std::span<const tensor_id>(outputs.begin(), outputs.size()), attrs, label);
+  }
+  /// The same with operands in spans (operands known at run time: `runtime::add_operator`).
+  template <fixed_string Op>
+  constexpr void op(std::span<const tensor_id> inputs, std::span<const tensor_id> outputs,
                     const typename rules::rule_for<Op>::attributes& attrs = {}, std::string_view label = "") {
     using rule = rules::rule_for<Op>;
     if (op_count_ == MaxOps)

@@ -1,0 +1,90 @@
+"""ctspmd.verify_plan: whole plans as dicts, answered as ctspmd-infer answers {"plan": ...}."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import ctspmd
+
+
+def mlp(**extra):
+    plan = {
+        "mesh": [2, 4], "mesh_names": ["dp", "mp"],
+        "tensors": [
+            {"name": "x", "shape": [8, 1024], "placements": "[Shard(0), Replicate()]"},
+            {"name": "w1", "shape": [1024, 4096], "placements": "[Replicate(), Shard(1)]", "parameter": True},
+            {"name": "h", "shape": [8, 4096]},
+            {"name": "w2", "shape": [4096, 1024], "placements": "[Replicate(), Shard(0)]", "parameter": True},
+            {"name": "y", "shape": [8, 1024]},
+            {"name": "z", "shape": [8, 1024], "placements": "[Shard(0), Replicate()]"},
+        ],
+        "operators": [
+            {"op": "matmul", "inputs": ["x", "w1"], "outputs": ["h"], "label": "fc1"},
+            {"op": "matmul", "inputs": ["h", "w2"], "outputs": ["y"], "label": "fc2"},
+            {"op": "assign", "inputs": ["y"], "outputs": ["z"], "label": "fc2.reduce"},
+        ],
+    }
+    plan.update(extra)
+    return plan
+
+
+def test_forward_plan_reshards_and_layouts():
+    report = ctspmd.verify_plan(mlp())
+    assert [t["name"] for t in report["tensors"]] == ["x", "w1", "h", "w2", "y", "z"]
+    assert report["tensors"][4]["placements"] == "[Shard(0), Partial()]"
+    (r,) = report["reshards"]
+    assert (r["op"], r["name"], r["input"], r["collective"], r["mesh_dim"], r["bytes"]) == \
+        (2, "fc2.reduce", 0, "all_reduce", 1, 2 * 3 * 8 * 1024 * 4 // 2 // 4)
+    assert report["totals"] == {"forward": {"all_reduce": {"count": 1, "bytes": r["bytes"]}}}
+    assert "cost" not in report
+
+
+def test_training_step_with_cost():
+    report = ctspmd.verify_plan(mlp(training={"loss": "z", "shard_optimizer_states_on": "dp"}, cluster="h100"))
+    totals = report["totals"]
+    assert totals["optimizer"]["reduce_scatter"]["count"] == 2
+    assert totals["optimizer"]["all_gather"]["count"] == 2
+    cost = report["cost"]
+    assert cost["memory"]["parameters"] == 2 * 1024 * 4096 * 4 // 4
+    assert cost["flops"]["model"] == cost["flops"]["forward"] + cost["flops"]["backward"]
+    assert 0 < cost["mfu"] <= 1
+    assert any(t.get("role") == "gradient" for t in report["tensors"])
+
+
+def test_errors_name_the_operator_and_operand():
+    plan = mlp()
+    plan["operators"][1]["inputs"] = ["h", "w3"]
+    with pytest.raises(ctspmd.SpmdError) as e:
+        ctspmd.verify_plan(plan)
+    assert e.value.kind == "invalid_argument"
+    assert "operators[1].inputs[1]: no tensor named 'w3'" in str(e.value)
+    assert e.value.details["operator"] == 1 and e.value.details["operand"] == "inputs"
+
+    plan = mlp()
+    plan["operators"][0]["op"] = "matmull"
+    with pytest.raises(ctspmd.SpmdError) as e:
+        ctspmd.verify_plan(plan)
+    assert e.value.kind == "not_found" and "closest: matmul" in str(e.value)
+
+    with pytest.raises(ctspmd.SpmdError, match="unknown field 'colour'"):
+        ctspmd.verify_plan(mlp(colour="red"))
+    with pytest.raises(TypeError):
+        ctspmd.verify_plan([1, 2])
+    with pytest.raises(TypeError):
+        ctspmd.verify_plan(mlp(mesh=[2, object()]))
+
+
+@pytest.mark.skipif("CTSPMD_INFER" not in os.environ, reason="needs the tool (CTest gives CTSPMD_INFER)")
+def test_same_answer_as_the_tool():
+    for plan in (mlp(), mlp(training={"loss": "z", "zero_stage": 2, "shard_optimizer_states_on": 0}),
+                 mlp(tensors=[])):
+        line = json.dumps({"plan": plan})
+        out = subprocess.run([os.environ["CTSPMD_INFER"]], input=line + "\n", capture_output=True, text=True)
+        answer = json.loads(out.stdout)
+        if "error" in answer:
+            with pytest.raises(ctspmd.SpmdError) as e:
+                ctspmd.verify_plan(plan)
+            assert str(e.value) == answer["error"]["message"]
+        else:
+            assert ctspmd.verify_plan(plan) == answer

@@ -1,0 +1,457 @@
+#ifndef CTSPMD_TOOLS_INFER_PLAN_REQUEST_HPP
+#define CTSPMD_TOOLS_INFER_PLAN_REQUEST_HPP
+// Plan requests: a whole model's plan as JSON (tensors, operators by name, repeated blocks, an
+// optional training step and cluster), built with <ctspmd/runtime/plan.hpp>, propagated, and
+// answered with every tensor's layout, the reshard report and the step's cost. `verify_plan` is
+// shared by ctspmd-infer ({"plan": {...}} requests) and the Python module (ctspmd.verify_plan),
+// which gives it the dict as a JSON value. The format is in ctspmd-infer --help and the README.
+// (Included by handler.hpp, whose operand helpers it uses.)
+
+#include <ctspmd/runtime/plan.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ctspmd_infer {
+
+namespace model = ctspmd::model;
+
+/// A failed plan request: the error, and where in the plan it happened ("details": the operator's
+/// index in the plan and its name, rule and phase, the operand, the request's path to it).
+class plan_error : public spmd_error {
+ public:
+  plan_error(error_kind kind, const std::string& message, json where)
+      : spmd_error(kind, message), details(std::move(where)) {}
+  json details;
+};
+
+struct dtype {
+  std::string_view name;
+  std::int64_t bytes;
+};
+/// The element types a tensor's "dtype" may name (or give "element_bytes").
+inline constexpr dtype dtypes[] = {{"bool", 1},    {"int8", 1},    {"uint8", 1},   {"int16", 2},
+                                   {"float16", 2}, {"bfloat16", 2}, {"int32", 4},   {"float32", 4},
+                                   {"int64", 8},   {"float64", 8}};
+
+/// Tensor t of plan `p` (propagated as `r`) in a plan answer.
+template <class Plan, class Propagation>
+json tensor_json(const Plan& p, const Propagation& r, std::size_t t, const ctspmd::named_mesh& mesh, const layout_form& form) {
+  const auto& info = p.tensor_at(t);
+  const auto& a = r.attr({t});
+  // A tensor no operator reads or writes has no layout.
+  const bool laid_out = a.process_mesh() == static_cast<const ctspmd::process_mesh&>(mesh) && a.rank() == info.shape.size();
+  json o = laid_out ? attr_json(a, mesh, form) : json::object();
+  o["name"] = info.name;
+  constexpr std::string_view roles[] = {"value", "gradient", "optimizer_state", "first_run_layout"};
+  if (info.role != model::tensor_role::value) {
+    o["role"] = roles[static_cast<std::size_t>(info.role)];
+    o["of"] = info.role_of;
+  }
+  if (info.trainable) o["parameter"] = true;
+  return o;
+}
+
+/// The cost `c` of plan `p` in a plan answer.
+template <class Plan>
+json cost_json(const Plan& p, const model::step_cost& c) {
+  const auto& m = c.memory();
+  json collectives = json::object();
+  for (std::size_t ph = 0; ph < model::phase_count; ++ph)
+    for (std::size_t k = 0; k < model::collective_count; ++k) {
+      const auto t = c.collectives(static_cast<model::phase>(ph), static_cast<model::collective>(k));
+      if (t.count == 0) continue;
+      collectives[std::string(model::to_string(static_cast<model::phase>(ph)))]
+                 [std::string(model::to_string(static_cast<model::collective>(k)))] = {
+                     {"count", t.count}, {"bytes", t.bytes}, {"seconds", t.seconds}};
+    }
+  return {{"memory",
+           {{"parameters", m.parameters},
+            {"gradients", m.gradients},
+            {"optimizer_states", m.optimizer_states},
+            {"activations", m.activations},
+            {"peak", m.peak},
+            {"peak_op", m.peak_op},
+            {"peak_op_name", p.op_count() > 0 ? p.op_at(m.peak_op).name() : ""},
+            {"peak_phase", model::to_string(m.peak_phase)}}},
+          {"flops",
+           {{"forward", c.flops(model::phase::forward)},
+            {"backward", c.flops(model::phase::backward)},
+            {"optimizer", c.flops(model::phase::optimizer)},
+            {"recompute", c.recompute_flops()},
+            {"model", c.model_flops()},
+            {"hardware", c.hardware_flops()}}},
+          {"collectives", collectives},
+          {"compute_seconds", c.compute_seconds()},
+          {"communication_seconds", c.communication_seconds()},
+          {"step_seconds", c.step_seconds()},
+          {"overlapped_step_seconds", c.overlapped_step_seconds()},
+          {"mfu", c.mfu()},
+          {"overlapped_mfu", c.overlapped_mfu()}};
+}
+
+/// The answer to a propagated plan `p` (`r`): every tensor's layout, the reshards and their totals.
+template <class Plan, class Propagation>
+json report_json(const Plan& p, const Propagation& r, const ctspmd::named_mesh& mesh, const layout_form& form) {
+  json tensors = json::array();
+  for (std::size_t t = 0; t < p.tensor_count(); ++t) tensors.push_back(tensor_json(p, r, t, mesh, form));
+  json reshards = json::array(), totals = json::object();
+  for (std::size_t e = 0; e < r.reshard_entries(); ++e) {
+    const auto& s = r.reshard_at(e);
+    const auto& op = p.op_at(s.op);
+    reshards.push_back({{"op", s.op},
+                        {"name", op.name()},
+                        {"rule", op.rule},
+                        {s.on_output ? "output" : "input", s.operand},
+                        {"tensor", s.tensor},
+                        {"tensor_name", p.tensor_at(s.tensor).name},
+                        {"mesh_dim", s.mesh_dim},
+                        {"collective", model::to_string(s.kind)},
+                        {"bytes", s.bytes},
+                        {"times", s.times},
+                        {"block", s.block},
+                        {"phase", model::to_string(s.phase)},
+                        {"from", attr_json(s.from, mesh, form)},
+                        {"to", attr_json(s.to, mesh, form)}});
+    auto& total = totals[std::string(model::to_string(s.phase))][std::string(model::to_string(s.kind))];
+    if (total.is_null()) total = {{"count", 0}, {"bytes", 0}};
+    const auto times = static_cast<std::int64_t>(s.times), before = total["bytes"].get<std::int64_t>();
+    total["count"] = total["count"].get<std::int64_t>() + times;
+    total["bytes"] = before < 0 || s.bytes < 0 ? -1 : before + s.bytes * times;  // -1: a size is unknown
+  }
+  return {{"tensors", tensors}, {"reshards", reshards}, {"totals", totals}};
+}
+
+/// Builds the plan a request describes, propagates it and answers (`verify`). Strings of the
+/// plan (names, labels, mesh names, string attributes) are views of the request's, which
+/// outlives the reader.
+class plan_reader {
+ public:
+  explicit plan_reader(const json& request) : request_(request) {}
+
+  json verify() {
+    check_fields(request_, "\"plan\"",
+                 {"mesh", "mesh_names", "semantics", "tensors", "operators", "training", "cluster"});
+    mesh_ = read_mesh(request_);
+    plan_ = std::make_unique<ctspmd::runtime::plan>(mesh_, read_semantics(request_));
+    scopes_.emplace_back();
+    if (request_.contains("tensors")) read_tensors(request_.at("tensors"), "tensors");
+    if (request_.contains("operators")) read_operators(request_.at("operators"), "operators");
+    if (!request_.contains("training")) return answer(*plan_);
+    const auto training = read_training(request_.at("training"));  // (a lambda cannot capture a structured binding in Clang 14)
+    std::unique_ptr<ctspmd::runtime::step_plan> step;
+    at("training", [&] { step = ctspmd::runtime::training_step(*plan_, training.first, training.second); });
+    return answer(*step);
+  }
+
+ private:
+  using tensor_id = model::tensor_id;
+
+  /// Runs `f`; an error gets `where` (a path in the request) in front, and as details.
+  template <class F>
+  void at(const std::string& where, F&& f, const json& details = json::object()) {
+    try {
+      f();
+    } catch (const plan_error&) {
+      throw;
+    } catch (const spmd_error& e) {
+      json d = details;
+      d["at"] = where;
+      const std::string_view message = e.what();
+      throw plan_error(e.kind(), message.starts_with(where) ? std::string(message) : where + ": " + std::string(message), d);
+    }
+  }
+
+  static std::string index_name(const std::string& what, std::size_t i) { return what + "[" + std::to_string(i) + "]"; }
+  static const json& array_field(const json& v, const std::string& what) {
+    if (!v.is_array()) bad_request(what + " must be an array");
+    return v;
+  }
+
+  // ---- tensors ----
+  void read_tensors(const json& list, const std::string& what) {
+    array_field(list, what);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string w = index_name(what, i);
+      at(w, [&] { read_tensor(list[i], w); });
+    }
+  }
+  void read_tensor(const json& v, const std::string& w) {
+    check_fields(v, w,
+                 {"name", "shape", "dtype", "element_bytes", "parameter", "dims_mapping", "placements", "partition_spec",
+                  "sdy", "partial", "partial_reduce"});
+    if (!v.contains("name") || !v.at("name").is_string()) bad_request(w + " needs \"name\", a string");
+    const std::string& name = v.at("name").get_ref<const std::string&>();
+    if (!v.contains("shape")) bad_request(w + " has no \"shape\"");
+    const auto shape = to_list<ctspmd::tensor_shape>(v.at("shape"), w, ".shape", "max_rank");
+    const auto element = model::element_size::of_bytes(element_bytes(v, w));
+    bool parameter = false;
+    if (v.contains("parameter")) {
+      if (!v.at("parameter").is_boolean()) bad_request(w + ".parameter must be true or false");
+      parameter = v.at("parameter").get<bool>();
+    }
+    bool annotated = v.contains("partial") || v.contains("partial_reduce");
+    for (auto k : layout_keys) annotated = annotated || v.contains(k);
+    auto& p = *plan_;
+    tensor_id id;
+    if (annotated) {
+      const auto attr = ctspmd::runtime::naming_operand(w, [&] { return read_layout(v, w, shape.size(), mesh_, form_); });
+      id = parameter ? p.parameter(name, shape, attr, element) : p.tensor(name, shape, attr, element);
+    } else {
+      id = parameter ? p.parameter(name, shape, element) : p.tensor(name, shape, element);
+    }
+    declare(name, id);
+  }
+  static std::int64_t element_bytes(const json& v, const std::string& w) {
+    if (v.contains("dtype") && v.contains("element_bytes")) bad_request(w + " gives both \"dtype\" and \"element_bytes\"");
+    if (v.contains("element_bytes")) return to_int(v.at("element_bytes"), w + ".element_bytes");
+    if (!v.contains("dtype")) return 4;
+    const json& d = v.at("dtype");
+    for (const auto& t : dtypes)
+      if (d.is_string() && d.get_ref<const std::string&>() == t.name) return t.bytes;
+    std::string names;
+    for (const auto& t : dtypes) (names += names.empty() ? "" : ", ") += t.name;
+    bad_request(w + ".dtype must be one of " + names + " (or give \"element_bytes\"), not " + shown(d));
+  }
+  /// A name declared twice in a scope is ambiguous there: such tensors are referred to by index.
+  void declare(const std::string& name, tensor_id id) {
+    const auto [it, added] = scopes_.back().emplace(name, id);
+    if (!added) it->second.reset();
+  }
+
+  /// The tensor `v` names: a name (the innermost block's first) or an index in the plan.
+  tensor_id resolve(const json& v, const std::string& w) const {
+    if (v.is_string()) {
+      const auto& name = v.get_ref<const std::string&>();
+      for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+        if (const auto it = s->find(name); it != s->end()) {
+          if (!it->second)
+            bad_request(w + ": two tensors are named '" + name + "'" + (s + 1 == scopes_.rend() ? "" : " in this block") +
+                        ": refer to them by index");
+          return *it->second;
+        }
+      bad_request(w + ": no tensor named '" + name + "'");
+    }
+    if (!is_int64(v)) bad_request(w + " must be a tensor's name or index, not " + shown(v));
+    const auto i = v.get<std::int64_t>();
+    if (i < 0 || static_cast<std::size_t>(i) >= plan_->tensor_count())
+      bad_request(w + ": no tensor " + std::to_string(i) + " (the plan has " + std::to_string(plan_->tensor_count()) +
+                  " so far)");
+    return {static_cast<std::size_t>(i)};
+  }
+  std::vector<tensor_id> resolve_all(const json& v, const std::string& w) const {
+    array_field(v, w);
+    std::vector<tensor_id> out;
+    for (std::size_t k = 0; k < v.size(); ++k) out.push_back(resolve(v[k], index_name(w, k)));
+    return out;
+  }
+
+  // ---- operators and blocks ----
+  void read_operators(const json& list, const std::string& what) {
+    array_field(list, what);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string w = index_name(what, i);
+      const json& v = list[i];
+      if (v.is_object() && v.contains("repeat")) {
+        at(w, [&] {
+          check_fields(v, w, {"repeat"});
+          read_block(v.at("repeat"), w + ".repeat");
+        });
+      } else {
+        read_operator(v, w);
+      }
+    }
+  }
+
+  void read_operator(const json& v, const std::string& w) {
+    const std::size_t index = plan_->op_count();
+    json details = {{"operator", index}};
+    std::vector<tensor_id> inputs, outputs;
+    const ctspmd::runtime::attribute_map* attrs = nullptr;
+    std::string_view op, label;
+    bool recomputable = false;
+    at(w, [&] {
+      check_fields(v, w, {"op", "inputs", "outputs", "attrs", "label", "recomputable"});
+      if (!v.contains("op") || !v.at("op").is_string()) bad_request(w + " needs \"op\", an operator name");
+      op = v.at("op").get_ref<const std::string&>();
+      details["rule"] = op;
+      details["name"] = op;
+      if (v.contains("label")) {
+        if (!v.at("label").is_string()) bad_request(w + ".label must be a string");
+        label = v.at("label").get_ref<const std::string&>();
+        if (!label.empty()) details["name"] = label;
+      }
+      if (v.contains("recomputable")) {
+        if (!v.at("recomputable").is_boolean()) bad_request(w + ".recomputable must be true or false");
+        recomputable = v.at("recomputable").get<bool>();
+      }
+      for (const auto* field : {"inputs", "outputs"}) {
+        if (!v.contains(field)) continue;
+        details["operand"] = field;
+        (field[0] == 'i' ? inputs : outputs) = resolve_all(v.at(field), w + "." + field);
+      }
+      details.erase("operand");
+      attrs = &attrs_.emplace_back(v.contains("attrs") ? read_attrs(v.at("attrs"), w + ".attrs")
+                                                       : ctspmd::runtime::attribute_map{});
+    }, details);
+    // The plan's own errors name the operator as the plan counts them.
+    const std::string name(label.empty() ? op : label);
+    at(w + " (operator " + std::to_string(index) + " '" + name + "')", [&] {
+      const auto add = [&](ctspmd::runtime::plan& p) { ctspmd::runtime::add_operator(p, op, inputs, outputs, *attrs, label); };
+      if (recomputable)
+        plan_->recomputable(add);
+      else
+        add(*plan_);
+    }, details);
+  }
+
+  void read_block(const json& v, const std::string& w) {
+    check_fields(v, w, {"count", "source", "input", "tensors", "operators", "output"});
+    if (scopes_.size() > 1) bad_request(w + ": a repeated block cannot hold another");
+    for (const auto* field : {"count", "source", "input", "operators", "output"})
+      if (!v.contains(field)) bad_request(w + " needs \"" + std::string(field) + "\"");
+    const auto count = to_int(v.at("count"), w + ".count");
+    if (count < 1) bad_request(w + ".count must be at least 1");
+    const auto source = resolve(v.at("source"), w + ".source");
+    if (!v.at("input").is_string()) bad_request(w + ".input must be a string: the name the body gives the block's input");
+    const std::string& input = v.at("input").get_ref<const std::string&>();
+    const tensor_id output = plan_->repeat(static_cast<std::size_t>(count), source, [&](ctspmd::runtime::plan&, tensor_id x) {
+      scopes_.emplace_back();
+      declare(input, x);
+      if (v.contains("tensors")) read_tensors(v.at("tensors"), w + ".tensors");
+      read_operators(v.at("operators"), w + ".operators");
+      const auto out = resolve(v.at("output"), w + ".output");
+      scopes_.pop_back();
+      return out;
+    });
+    // The last run's output keeps its name after the block.
+    if (v.at("output").is_string()) declare(v.at("output").get<std::string>(), output);
+  }
+
+  // ---- training ----
+  std::pair<tensor_id, model::training_options> read_training(const json& v) {
+    model::training_options o;
+    tensor_id loss;
+    at("training", [&] {
+      check_fields(v, "\"training\"",
+                   {"loss", "shard_optimizer_states_on", "zero_stage", "state_element_bytes", "gradient_element_bytes",
+                    "master_weights", "recompute", "keep_gathered_inputs"});
+      if (!v.contains("loss")) bad_request("\"training\" needs \"loss\", the loss tensor");
+      loss = resolve(v.at("loss"), "training.loss");
+      if (v.contains("shard_optimizer_states_on")) o.shard_optimizer_states_on = mesh_dim(v.at("shard_optimizer_states_on"));
+      if (v.contains("zero_stage")) o.zero_stage = to_int(v.at("zero_stage"), "training.zero_stage");
+      if (v.contains("state_element_bytes"))
+        o.state_element_bytes = to_int(v.at("state_element_bytes"), "training.state_element_bytes");
+      if (v.contains("gradient_element_bytes"))
+        o.gradient_element_bytes = to_int(v.at("gradient_element_bytes"), "training.gradient_element_bytes");
+      o.master_weights = flag(v, "master_weights");
+      o.keep_gathered_inputs = flag(v, "keep_gathered_inputs");
+      if (v.contains("recompute")) {
+        const json& r = v.at("recompute");
+        if (r == "none") o.recompute = model::recompute::none;
+        else if (r == "selective") o.recompute = model::recompute::selective;
+        else if (r == "full") o.recompute = model::recompute::full;
+        else bad_request("training.recompute must be \"none\", \"selective\" or \"full\", not " + shown(r));
+      }
+    });
+    return {loss, o};
+  }
+  static bool flag(const json& v, const char* field) {
+    if (!v.contains(field)) return false;
+    if (!v.at(field).is_boolean()) bad_request("training." + std::string(field) + " must be true or false");
+    return v.at(field).get<bool>();
+  }
+  /// A mesh dim: its index, or its name in "mesh_names".
+  std::int64_t mesh_dim(const json& v) const {
+    if (!v.is_string()) return to_int(v, "training.shard_optimizer_states_on");
+    for (std::size_t m = 0; m < mesh_.names().size(); ++m)
+      if (mesh_.names()[m] == v.get_ref<const std::string&>()) return static_cast<std::int64_t>(m);
+    bad_request("training.shard_optimizer_states_on: no mesh dim is named " + shown(v));
+  }
+
+  model::cluster read_cluster(const json& v) const {
+    if (v == "h100") return model::h100_cluster(mesh_);
+    check_fields(v, "\"cluster\" (\"h100\" or an object)",
+                 {"links", "peak_flops", "compute_efficiency", "communication_efficiency"});
+    model::cluster c;
+    const auto number = [](const json& x, const std::string& what) {
+      if (!x.is_number()) bad_request(what + " must be a number");
+      return x.get<double>();
+    };
+    if (!v.contains("links") || !v.at("links").is_array() || v.at("links").size() != static_cast<std::size_t>(mesh_.ndim()))
+      bad_request("cluster.links must be an array of one link per mesh dim, {\"bandwidth\": bytes/s, \"latency\": s}");
+    for (std::size_t m = 0; m < v.at("links").size(); ++m) {
+      const json& l = v.at("links")[m];
+      const std::string w = index_name("cluster.links", m);
+      check_fields(l, w, {"bandwidth", "latency"});
+      if (l.contains("bandwidth")) c.links[m].bandwidth = number(l.at("bandwidth"), w + ".bandwidth");
+      if (l.contains("latency")) c.links[m].latency = number(l.at("latency"), w + ".latency");
+    }
+    if (!v.contains("peak_flops")) bad_request("cluster needs \"peak_flops\", a device's peak FLOP/s");
+    c.peak_flops = number(v.at("peak_flops"), "cluster.peak_flops");
+    if (v.contains("compute_efficiency")) c.compute_efficiency = number(v.at("compute_efficiency"), "cluster.compute_efficiency");
+    if (v.contains("communication_efficiency"))
+      c.communication_efficiency = number(v.at("communication_efficiency"), "cluster.communication_efficiency");
+    return c;
+  }
+
+  // ---- the answer ----
+  template <class Plan>
+  json answer(const Plan& p) {
+    const auto r = ctspmd::runtime::propagate(p);
+    if (!r->ok()) {
+      const auto& op = p.op_at(static_cast<std::size_t>(r->failed_operator()));
+      json details = {{"operator", r->failed_operator()},
+                      {"name", op.name()},
+                      {"rule", op.rule},
+                      {"phase", model::to_string(op.phase)}};
+      json operands = json::array();
+      for (std::size_t k = 0; k < op.inputs.size(); ++k)
+        if (r->failure_involves(k)) operands.push_back(k);
+      if (!operands.empty()) details["inputs"] = operands;
+      throw plan_error(r->error().kind, std::string(model::detail::describe_failure(p, *r).view()), details);
+    }
+    json out = report_json(p, *r, mesh_, form_);
+    if (request_.contains("training") || request_.contains("cluster")) {
+      const auto c = request_.contains("cluster") ? read_cluster(request_.at("cluster")) : model::h100_cluster(mesh_);
+      at("cost", [&] { out["cost"] = cost_json(p, ctspmd::runtime::cost(p, *r, c)); });
+    }
+    return out;
+  }
+
+  const json& request_;
+  ctspmd::named_mesh mesh_;
+  layout_form form_;
+  std::unique_ptr<ctspmd::runtime::plan> plan_;
+  std::vector<std::map<std::string, std::optional<tensor_id>, std::less<>>> scopes_;  ///< the plan's names, the block's
+  std::deque<ctspmd::runtime::attribute_map> attrs_;                   ///< operators' attributes, which the plan views
+};
+
+/// The answer to plan `request` (the value of a request's "plan"; see ctspmd-infer --help). A
+/// malformed or failing plan throws `plan_error` (or, for a bad value found before any
+/// operator, `spmd_error`).
+inline json verify_plan(const json& request) { return plan_reader(request).verify(); }
+
+inline response plan_response(const json& request) {
+  try {
+    check_fields(request, "the request", {"plan"});
+    return {dump(verify_plan(request.at("plan"))), true};
+  } catch (const plan_error& e) {
+    json error = e.details;
+    error["kind"] = ctspmd::to_string(e.kind());
+    error["message"] = e.what();
+    return {dump(json{{"error", error}}), false};
+  }
+}
+
+}  // namespace ctspmd_infer
+
+#endif
