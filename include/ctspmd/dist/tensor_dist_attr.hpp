@@ -190,7 +190,12 @@ class tensor_dist_attr {
     for (auto m : dims) partial_.set(static_cast<std::size_t>(m), -1);
   }
 
-  friend constexpr bool operator==(const tensor_dist_attr&, const tensor_dist_attr&) = default;
+  /// Compares the mapping first: dist attrs that differ mostly differ there, and propagation
+  /// compares many (its table of distinct layouts).
+  friend constexpr bool operator==(const tensor_dist_attr& a, const tensor_dist_attr& b) {
+    return a.mapping_ == b.mapping_ && a.next_ == b.next_ && a.partial_ == b.partial_ && a.batch_dim_ == b.batch_dim_ &&
+           a.mesh_ == b.mesh_;
+  }
 
  private:
   // Builds attrs in their final place (see merge/sharding_merge.hpp): rules' outputs are
@@ -216,7 +221,13 @@ class tensor_dist_attr {
         if (b != 0) return true;
       return false;
     }
-    friend constexpr bool operator==(const per_mesh_dim&, const per_mesh_dim&) = default;
+    /// (A loop: std::array's comparison goes through std::equal, many more constant-evaluation
+    /// steps, and propagation compares attrs by the thousand.)
+    friend constexpr bool operator==(const per_mesh_dim& a, const per_mesh_dim& b) noexcept {
+      for (std::size_t m = 0; m < max_mesh_ndim; ++m)
+        if (a.biased_[m] != b.biased_[m]) return false;
+      return true;
+    }
 
    private:
     std::array<std::int8_t, max_mesh_ndim> biased_{};
