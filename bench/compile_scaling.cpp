@@ -64,7 +64,7 @@ static_assert(flat.count(phase::forward, collective::all_reduce) == blocks);
 static_assert(flat.count(phase::backward, collective::all_reduce) == blocks - 1);
 static_assert(flat.count(phase::optimizer, collective::all_reduce) == 2 * blocks && flat.count() == 4 * blocks - 1);
 #if COST
-constexpr auto flat_cost = ctspmd::model::cost(flat_step(), flat);
+constexpr auto flat_cost = ctspmd::model::verified_cost<flat_step>();
 static_assert(flat_cost.memory().parameters > 0 && flat_cost.collectives(phase::forward, collective::all_reduce).count == blocks);
 #endif
 #else

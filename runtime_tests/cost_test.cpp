@@ -105,6 +105,11 @@ auto gpt_step(const model::training_options& options) {
   return std::make_unique<decltype(model::training_step(f->plan, f->loss))>(model::training_step(f->plan, f->loss, options));
 }
 
+template <std::size_t T, std::size_t O, std::size_t R>
+auto coster_of(const model::plan<T, O>& step, const model::propagation<T, R>& r) {
+  return std::make_unique<model::detail::coster<T, O, R>>(step, r);
+}
+
 }  // namespace
 
 TEST_CASE("a step's cost at run time is the one computed at compile time") {
@@ -172,6 +177,38 @@ TEST_CASE("recomputation and gathered inputs trade memory for FLOPs and communic
   CHECK(ck.memory().activations > cn.memory().activations);
   CHECK(ck.collectives(phase::backward, collective::all_gather).count + 4 ==
         cn.collectives(phase::backward, collective::all_gather).count);
+}
+
+TEST_CASE("a cost resumed part by part is the cost computed at once (verified_cost's parts)") {
+  // Budgets from one item a part to the whole cost; a budget ends parts inside a loop, at a
+  // loop's end and across several loops.
+  const model::training_options options[] = {
+      {}, {.recompute = model::recompute::full}, {.shard_optimizer_states_on = 0, .zero_stage = 3}};
+  for (const auto& o : options) {
+    const auto step = gpt_step<3, false, true>(o);
+    const auto r = model::propagate(*step);
+    const auto once = model::cost(*step, r);
+    for (std::size_t budget : {std::size_t{1}, std::size_t{199}, std::size_t{1000}, std::size_t{12345}, std::size_t{100000}}) {
+      CAPTURE(budget);
+      const auto k = coster_of(*step, r);
+      const std::size_t bound = k->resumes(*step, r, budget);
+      std::size_t parts = 0;
+      while (!k->finished()) {
+        k->resume(budget);
+        ++parts;
+      }
+      CHECK(parts <= bound);
+      if (budget == 1) CHECK(parts >= step->tensor_count());  // one item a part: the tensors loop alone has as many
+      check_same_cost(k->result(model::h100_cluster(step->mesh())), once);
+    }
+  }
+  // An unfinished cost has no result.
+  const auto step = gpt_step<2, false>({});
+  const auto r = model::propagate(*step);
+  const auto k = coster_of(*step, r);
+  k->resume(1);
+  check_error([&] { (void)k->result(model::h100_cluster(step->mesh())); }, error_kind::precondition_not_met,
+              "not finished");
 }
 
 TEST_CASE("cost errors are spmd_errors naming what is wrong") {

@@ -344,6 +344,20 @@ static_assert(!constant_evaluates<[] {
 static_assert(!constant_evaluates<[] {
   return model::cost(small::step, small::r, model::cluster{{model::link{1e9, 0}, model::link{1e9, 0}}, 1e12, 2}).mfu();
 }>);
+// verified_cost: the same report as `cost`, over as many constant expressions as the step needs
+// (resuming the cost part by part is tested at run time, with parts of every size).
+constexpr auto small_parts = model::verified_cost<small::make_step>(small::fabric);
+static_assert(small_parts.flops(phase::backward) == small::c.flops(phase::backward) &&
+              small_parts.memory().peak == small::c.memory().peak &&
+              small_parts.step_seconds() == small::c.step_seconds());
+constexpr auto sel_parts = model::verified_cost<gpt::make_step<8, true, model::recompute::selective>>();
+static_assert(sel_parts.memory().activations == sel_cost.memory().activations &&
+              sel_parts.memory().peak == sel_cost.memory().peak &&
+              sel_parts.memory().peak_op == sel_cost.memory().peak_op &&
+              sel_parts.recompute_flops() == sel_cost.recompute_flops() &&
+              sel_parts.collectives(phase::backward, collective::all_gather).bytes ==
+                  sel_cost.collectives(phase::backward, collective::all_gather).bytes &&
+              sel_parts.mfu() == sel_cost.mfu());
 // Training options out of range.
 static_assert(!constant_evaluates<[] {
   return model::training_step(zero::make_forward(), {2}, {.shard_optimizer_states_on = 0, .zero_stage = 4}).op_count();

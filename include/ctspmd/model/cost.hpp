@@ -6,6 +6,7 @@
 ///     constexpr auto r = model::verified<make_step>();
 ///     constexpr auto c = model::cost(step, r, model::h100_cluster(step.mesh()));
 ///     static_assert(c.memory().peak <= 80 * model::GiB);
+///     constexpr auto same = model::verified_cost<make_step>();  // over several constant expressions
 ///
 /// Every figure is per device, from the layouts propagation gave (a tensor's local part: each
 /// dim's size divided by the product of the mesh dims that shard it, rounded up, so that uneven
@@ -235,35 +236,107 @@ class step_cost {
 
 namespace detail {
 
-/// Computes a step_cost (see the file comment).
+/// Computes a step_cost (see the file comment): a sequence of loops over the plan's operators,
+/// tensors and reshard entries, which `resume` runs a budget of items at a time, so that one cost
+/// can be spread over several constant expressions (`verified_cost`). A coster refers to its plan
+/// and propagation: kept in a constant, they must be constants too.
 template <std::size_t T, std::size_t O, std::size_t R>
 class coster {
  public:
   using kept_list = kept_tensor_list<T>;
-  /// Fills `out` (and `kept`, if given, with the tensors kept for backward).
-  constexpr coster(const plan<T, O>& p, const propagation<T, R>& r, const cluster& c, step_cost& out,
-                   kept_list* kept = nullptr)
-      : p_(p), r_(r), c_(c), out_(out), kept_(kept), options_(p.training()) {}
-
-  constexpr void run() {
+  /// A cost of step `p` propagated as `r` (and, if `kept` is given, the list of the tensors kept
+  /// for backward).
+  constexpr coster(const plan<T, O>& p, const propagation<T, R>& r, kept_list* kept = nullptr)
+      : p_(p), r_(r), kept_(kept), options_(p.training()) {
+    for (auto& m : mirror_) m = -1;
     if (!r_.ok())
       raise(make_error(error_kind::precondition_not_met, "cost", "the plan's propagation failed at operator {}",
                        r_.failed_operator()));
-    map_blocks();
-    measure_tensors();
-    persistent();
-    find_aliases();
-    find_readers();
-    lifetimes();
-    peak();
-    collectives();
-    count_flops();
-    times();
+    if (p_.tensor_count() > 0xffff)
+      raise(make_error(error_kind::invalid_argument, "cost", "{} tensors: a cost handles at most 65,535",
+                       p_.tensor_count()));
+    for (size_t b = 0; b < p_.block_count(); ++b)
+      if (const auto f = p_.block_at(b).mirror_of; f >= 0)
+        mirror_[static_cast<size_t>(f)] = static_cast<std::int8_t>(b);
+  }
+
+  /// Runs loop items worth about `budget` constant-evaluation steps (at least one item).
+  constexpr void resume(std::size_t budget) {
+    while (loop_ != done && budget > 0) {
+      const size_t n = length(loop_, p_, r_), w = weight(loop_);
+      for (; cursor_ < n && budget > 0; ++cursor_) {
+        item(loop_, cursor_);
+        budget = budget > w ? budget - w : 0;
+      }
+      if (cursor_ < n) return;
+      finish(loop_);
+      loop_ = static_cast<loop>(static_cast<int>(loop_) + 1);
+      cursor_ = 0;
+    }
+  }
+  constexpr bool finished() const noexcept { return loop_ == done; }
+  /// At most how many calls `resume(budget)` takes to finish the cost of `p` propagated as `r`:
+  /// each runs items weighing at least `budget`, or finishes.
+  static constexpr std::size_t resumes(const plan<T, O>& p, const propagation<T, R>& r, std::size_t budget) {
+    std::size_t total = 0;
+    for (int l = 0; l < static_cast<int>(loop::done); ++l) total += length(loop(l), p, r) * weight(loop(l));
+    return total / budget + 1;
+  }
+  /// The cost, its times on cluster `c` (all loops run).
+  constexpr step_cost result(const cluster& c) const {
+    if (!finished()) raise(make_error(error_kind::precondition_not_met, "cost", "the cost is not finished"));
+    step_cost out = out_;
+    times(out, c);
+    return out;
   }
 
  private:
   using size_t = std::size_t;
   static constexpr std::int32_t none = -1;
+  /// What the cost tells apart in an operator's rule, found from its name once per operator
+  /// (comparing names in every loop cost more constant-evaluation steps than the loops' work).
+  enum class kind : std::uint8_t {
+    other,
+    matmul,
+    matmul_grad,
+    bmm,
+    bmm_grad,
+    attention,
+    attention_grad,
+    adamw,
+    vocab_cross_entropy,
+    // from here on: rules that only move or select data (no FLOPs counted)
+    assign,  ///< a view of its input, or its copy
+    view,    ///< a view of its input unless resharded
+    moves,
+  };
+  struct named_kind {
+    std::string_view name;
+    kind k;
+  };
+  static constexpr named_kind kinds[] = {
+      {"matmul", kind::matmul}, {"matmul_v2", kind::matmul}, {"matmul_grad", kind::matmul_grad},
+      {"bmm", kind::bmm}, {"bmm_grad", kind::bmm_grad}, {"flash_attention", kind::attention},
+      {"flash_attention_grad", kind::attention_grad}, {"adamw", kind::adamw},
+      {"c_softmax_with_cross_entropy", kind::vocab_cross_entropy}, {"assign", kind::assign},
+      {"reshape", kind::view}, {"reshape2", kind::view}, {"flatten", kind::view}, {"squeeze", kind::view},
+      {"unsqueeze", kind::view}, {"unsqueeze2", kind::view}, {"reshape_grad", kind::moves},
+      {"transpose", kind::moves}, {"transpose2", kind::moves}, {"transpose_grad", kind::moves},
+      {"flatten_grad", kind::moves}, {"squeeze_grad", kind::moves}, {"unsqueeze_grad", kind::moves},
+      {"split", kind::moves}, {"split_with_num", kind::moves}, {"concat", kind::moves},
+      {"concat_grad", kind::moves}, {"stack", kind::moves}, {"stack_grad", kind::moves}, {"unbind", kind::moves},
+      {"unbind_grad", kind::moves}, {"slice", kind::moves}, {"slice_grad", kind::moves},
+      {"strided_slice", kind::moves}, {"strided_slice_grad", kind::moves}, {"pad", kind::moves},
+      {"pad_grad", kind::moves}, {"expand_as", kind::moves}, {"tile", kind::moves}, {"cast", kind::moves},
+      {"gather", kind::moves}, {"gather_nd", kind::moves}, {"index_select", kind::moves},
+      {"embedding", kind::moves}, {"lookup_table_v2", kind::moves}, {"c_embedding", kind::moves},
+      {"one_hot", kind::moves}, {"full_like", kind::moves}, {"numel", kind::moves}, {"shape", kind::moves}};
+  static constexpr kind kind_of(std::string_view rule) {
+    for (const auto& e : kinds)
+      if (e.name.size() == rule.size() && e.name == rule) return e.k;
+    return kind::other;
+  }
+  static constexpr bool is_view(kind k) { return k == kind::assign || k == kind::view; }
   enum flag : std::uint8_t {
     excluded = 1,
     read_in_mirror = 2,
@@ -276,15 +349,12 @@ class coster {
   enum op_flag : std::uint8_t { moves = 1, gathers = 2 };
 
   // ---- where each operator runs, and how often ----
-  constexpr void map_blocks() {
-    for (size_t i = 0; i < p_.op_count(); ++i) block_of_[i] = -1, op_flags_[i] = 0, first_entry_[i] = -1;
-    for (size_t i = 0; i <= p_.op_count(); ++i) delta_[i] = 0;
-    for (size_t b = 0; b < max_blocks; ++b) mirror_[b] = -1;
-    for (size_t b = 0; b < p_.block_count(); ++b) {
-      const auto& k = p_.block_at(b);
-      for (size_t i = k.first_op; i < k.end_op; ++i) block_of_[i] = static_cast<std::int8_t>(b);
-      if (k.mirror_of >= 0) mirror_[static_cast<size_t>(k.mirror_of)] = static_cast<std::int8_t>(b);
-    }
+  constexpr void map_op(size_t i) {
+    kind_[i] = kind_of(p_.op_at(i).rule);
+    first_entry_[i] = -1;
+    block_of_[i] = -1;
+    for (size_t b = 0; b < p_.block_count(); ++b)
+      if (i >= p_.block_at(b).first_op && i < p_.block_at(b).end_op) block_of_[i] = static_cast<std::int8_t>(b);
   }
   constexpr std::int64_t runs(size_t op) const {
     return block_of_[op] < 0 ? 1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block_of_[op])).count);
@@ -328,53 +398,48 @@ class coster {
     return n;
   }
   constexpr std::int64_t local_elements(size_t t) const { return local_elements(t, r_.attr({t})); }
-  constexpr void measure_tensors() {
-    for (size_t t = 0; t < p_.tensor_count(); ++t) {
-      const auto& info = p_.tensor_at(t);
-      canon_[t] = static_cast<std::uint16_t>(t);
-      start_[t] = last_fwd_[t] = first_bwd_[t] = last_bwd_[t] = none;
-      const bool param_gradient = info.role == tensor_role::gradient && info.role_of >= 0 &&
-                                  p_.tensor_at(static_cast<size_t>(info.role_of)).trainable;
-      const bool persistent = info.trainable || param_gradient || info.role == tensor_role::optimizer_state;
-      flags_[t] = persistent || info.role == tensor_role::first_run_layout ? excluded : 0;
-      bytes_[t] = info.shape.empty() || info.role == tensor_role::first_run_layout
-                      ? 0
-                      : local_elements(t) * info.element_bytes;
-    }
-    for (size_t i = 0; i < p_.op_count(); ++i) {  // an unreturned softmax takes no memory
-      const auto& op = p_.op_at(i);
-      if (op.rule == "flash_attention" && op.outputs.size() > 1 &&
-          !op.attributes.template get<rules::flash_attention_attributes>().return_softmax)
-        bytes_[op.outputs[1]] = 0;
-    }
+  constexpr void measure_tensor(size_t t) {
+    const auto& info = p_.tensor_at(t);
+    canon_[t] = static_cast<std::uint16_t>(t);
+    state_[t] = 0xffff;
+    start_[t] = last_fwd_[t] = first_bwd_[t] = last_bwd_[t] = none;
+    const bool param_gradient = info.role == tensor_role::gradient && info.role_of >= 0 &&
+                                p_.tensor_at(static_cast<size_t>(info.role_of)).trainable;
+    const bool persistent = info.trainable || param_gradient || info.role == tensor_role::optimizer_state;
+    flags_[t] = persistent || info.role == tensor_role::first_run_layout ? excluded : 0;
+    bytes_[t] = info.shape.empty() || info.role == tensor_role::first_run_layout
+                    ? 0
+                    : local_elements(t) * info.element_bytes;
   }
 
   // ---- persistent memory: parameters, their gradients, optimizer states ----
-  constexpr void persistent() {
+  /// Operator i's buffers: an unreturned softmax takes no memory; an optimizer's states and its
+  /// parameter's gradient.
+  constexpr void op_buffers(size_t i) {
     auto& m = out_.memory_;
     const std::int64_t stage = options_.stage();
-    for (size_t t = 0; t < p_.tensor_count(); ++t) state_[t] = 0xffff;
-    for (size_t i = 0; i < p_.op_count(); ++i) {
-      const auto& op = p_.op_at(i);
-      if (op.phase != phase::optimizer || op.rule != "adamw") continue;
-      const auto moment = op.inputs[3];
-      const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
-      state_[param] = moment;
-      const std::int64_t times = runs(i);
-      const std::int64_t shard = local_elements(moment);  // elements of the state's layout
-      const std::int64_t whole = local_elements(param);
-      m.gradients += times * (stage >= 2 ? shard : whole) * p_.tensor_at(op.inputs[1]).element_bytes;
-      std::int64_t states = bytes_[op.inputs[3]] + bytes_[op.inputs[4]];
-      if (op.inputs.size() > 8) states += bytes_[op.inputs[8]];
-      m.optimizer_states += times * states;
-    }
-    for (size_t t = 0; t < p_.tensor_count(); ++t) {
-      const auto& info = p_.tensor_at(t);
-      if (!info.trainable) continue;
-      const std::int64_t elements =
-          stage == 3 && state_[t] != 0xffff ? local_elements(t, r_.attr({state_[t]})) : local_elements(t);
-      m.parameters += declared_runs(t) * elements * info.element_bytes;
-    }
+    const auto& op = p_.op_at(i);
+    if (kind_[i] == kind::attention && op.outputs.size() > 1 &&
+        !op.attributes.template get<rules::flash_attention_attributes>().return_softmax)
+      bytes_[op.outputs[1]] = 0;
+    if (op.phase != phase::optimizer || kind_[i] != kind::adamw) return;
+    const auto moment = op.inputs[3];
+    const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
+    state_[param] = moment;
+    const std::int64_t times = runs(i);
+    const std::int64_t shard = local_elements(moment);  // elements of the state's layout
+    const std::int64_t whole = local_elements(param);
+    m.gradients += times * (stage >= 2 ? shard : whole) * p_.tensor_at(op.inputs[1]).element_bytes;
+    std::int64_t states = bytes_[op.inputs[3]] + bytes_[op.inputs[4]];
+    if (op.inputs.size() > 8) states += bytes_[op.inputs[8]];
+    m.optimizer_states += times * states;
+  }
+  constexpr void parameter(size_t t) {
+    const auto& info = p_.tensor_at(t);
+    if (!info.trainable) return;
+    const std::int64_t elements =
+        options_.stage() == 3 && state_[t] != 0xffff ? local_elements(t, r_.attr({state_[t]})) : local_elements(t);
+    out_.memory_.parameters += declared_runs(t) * elements * info.element_bytes;
   }
   /// Runs of the block whose body declares tensor t (1 outside blocks).
   constexpr std::int64_t declared_runs(size_t t) const {
@@ -386,47 +451,41 @@ class coster {
   }
 
   // ---- one buffer, several tensors ----
-  static constexpr bool is_view(std::string_view rule) {
-    return rule == "assign" || rule == "reshape" || rule == "reshape2" || rule == "flatten" || rule == "squeeze" ||
-           rule == "unsqueeze" || rule == "unsqueeze2";
-  }
   /// A kept input is the tensor itself where it was read in its own layout; an `assign` or a
   /// reshape that moved nothing gives a view of its input. A tensor an all-gather made, by an
   /// `assign` or by resharding an operator's input, is kept as its source and gathered again in
   /// backward (unless `keep_gathered_inputs`, or a full recomputation gathers it again anyway).
-  constexpr void find_aliases() {
-    for (size_t e = 0; e < r_.reshard_entries(); ++e) {
-      const auto& s = r_.reshard_at(e);
-      if (first_entry_[s.op] < 0) first_entry_[s.op] = static_cast<std::int32_t>(e);
-      if (!sends(s.kind)) continue;
-      op_flags_[s.op] |= s.kind == collective::all_gather ? moves | gathers : moves;
-      const auto& op = p_.op_at(s.op);
-      if (!s.on_output && s.operand < op.saved.size() && op.saved[s.operand] != 0xffff)
-        flags_[op.saved[s.operand]] |= s.kind == collective::all_gather ? read_gathered : read_moved;
+  constexpr void reshard_flags(size_t e) {
+    const auto& s = r_.reshard_at(e);
+    if (first_entry_[s.op] < 0) first_entry_[s.op] = static_cast<std::int32_t>(e);
+    if (!sends(s.kind)) return;
+    op_flags_[s.op] |= s.kind == collective::all_gather ? moves | gathers : moves;
+    const auto& op = p_.op_at(s.op);
+    if (!s.on_output && s.operand < op.saved.size() && op.saved[s.operand] != 0xffff)
+      flags_[op.saved[s.operand]] |= s.kind == collective::all_gather ? read_gathered : read_moved;
+  }
+  constexpr void alias(size_t i) {
+    const auto& op = p_.op_at(i);
+    if (op.phase != phase::forward) return;
+    const bool regather = !options_.keep_gathered_inputs && !(options_.recompute == recompute::full && forward_block(i) >= 0);
+    for (size_t k = 0; k < op.saved.size(); ++k) {
+      const auto s = op.saved[k];
+      if (s == 0xffff) continue;
+      if (r_.attr({s}) == r_.attr({op.inputs[k]})) {
+        canon_[s] = canon_[op.inputs[k]];
+      } else if (regather && (flags_[s] & (read_gathered | read_moved)) == read_gathered) {
+        flags_[s] |= gathered_again;
+        source_[s] = canon_[op.inputs[k]];
+      }
     }
-    for (size_t i = 0; i < p_.op_count(); ++i) {
-      const auto& op = p_.op_at(i);
-      if (op.phase != phase::forward) continue;
-      const bool regather = !options_.keep_gathered_inputs && !(options_.recompute == recompute::full && forward_block(i) >= 0);
-      for (size_t k = 0; k < op.saved.size(); ++k) {
-        const auto s = op.saved[k];
-        if (s == 0xffff) continue;
-        if (r_.attr({s}) == r_.attr({op.inputs[k]})) {
-          canon_[s] = canon_[op.inputs[k]];
-        } else if (regather && (flags_[s] & (read_gathered | read_moved)) == read_gathered) {
-          flags_[s] |= gathered_again;
-          source_[s] = canon_[op.inputs[k]];
-        }
-      }
-      if (!is_view(op.rule) || op.inputs.empty() || op.outputs.size() != 1) continue;
-      const auto in = op.inputs[0], out = op.outputs[0];
-      if ((flags_[in] & excluded) != 0 || (flags_[out] & excluded) != 0) continue;
-      if ((op_flags_[i] & moves) == 0) {
-        canon_[out] = canon_[in];
-      } else if (op.rule == "assign" && (op_flags_[i] & gathers) != 0 && regather) {
-        flags_[out] |= gathered_again;
-        source_[out] = canon_[in];
-      }
+    if (!is_view(kind_[i]) || op.inputs.empty() || op.outputs.size() != 1) return;
+    const auto in = op.inputs[0], out = op.outputs[0];
+    if ((flags_[in] & excluded) != 0 || (flags_[out] & excluded) != 0) return;
+    if ((op_flags_[i] & moves) == 0) {
+      canon_[out] = canon_[in];
+    } else if (kind_[i] == kind::assign && (op_flags_[i] & gathers) != 0 && regather) {
+      flags_[out] |= gathered_again;
+      source_[out] = canon_[in];
     }
   }
   /// True if reshard entry `e` is sent again in backward: its operator is recomputed, or it gathers
@@ -436,7 +495,7 @@ class coster {
     if (recomputed(e.op)) return true;
     const auto& op = p_.op_at(e.op);
     if (op.phase != phase::forward || e.kind != collective::all_gather) return false;
-    if (op.rule == "assign" && op.outputs.size() == 1 && (flags_[op.outputs[0]] & gathered_again) != 0) return true;
+    if (kind_[e.op] == kind::assign && op.outputs.size() == 1 && (flags_[op.outputs[0]] & gathered_again) != 0) return true;
     return !e.on_output && e.operand < op.saved.size() && op.saved[e.operand] != 0xffff &&
            (flags_[op.saved[e.operand]] & gathered_again) != 0;
   }
@@ -470,92 +529,89 @@ class coster {
     const auto fb = run_block(c);
     if (fb >= 0 && block_of_[i] >= 0 && block_of_[i] == mirror_[static_cast<size_t>(fb)]) flags_[c] |= read_in_mirror;
   }
-  constexpr void find_readers() {
+  constexpr void block_inputs() {
     for (size_t b = 0; b < p_.block_count(); ++b) {  // a block's input lives from its first operator
       const auto& k = p_.block_at(b);
       start_[canon_[k.input.index]] = static_cast<std::int32_t>(k.first_op);
     }
+  }
+  constexpr void readers(size_t i) {
     const bool stage3 = options_.stage() == 3;
-    for (size_t i = 0; i < p_.op_count(); ++i) {
-      const auto& op = p_.op_at(i);
-      if (op.phase == phase::optimizer) continue;
-      const bool backward = op.phase == phase::backward;
-      for (auto t : op.outputs)
-        if (start_[canon_[t]] == none) start_[canon_[t]] = static_cast<std::int32_t>(i);
-      for (size_t k = 0; k < op.inputs.size(); ++k) {
-        const auto t = op.inputs[k];
-        if (stage3 && p_.tensor_at(t).trainable) {  // ZeRO-3: the gathered parameter, while in use
-          delta_[i] += bytes_[t];
-          delta_[i + 1] -= bytes_[t];
-        }
-        const auto c = canon_[t];
-        if ((flags_[c] & excluded) != 0 || bytes_[c] == 0 || (k < 32 && ((op.shape_only >> k) & 1) != 0)) continue;
-        read(c, i, backward);
-        if (backward && (flags_[c] & gathered_again) != 0) read(source_[c], i, true);  // the shard is what was kept
+    const auto& op = p_.op_at(i);
+    if (op.phase == phase::optimizer) return;
+    const bool backward = op.phase == phase::backward;
+    for (auto t : op.outputs)
+      if (start_[canon_[t]] == none) start_[canon_[t]] = static_cast<std::int32_t>(i);
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const auto t = op.inputs[k];
+      if (stage3 && p_.tensor_at(t).trainable) {  // ZeRO-3: the gathered parameter, while in use
+        delta_[i] += bytes_[t];
+        delta_[i + 1] -= bytes_[t];
       }
+      const auto c = canon_[t];
+      if ((flags_[c] & excluded) != 0 || bytes_[c] == 0 || (k < 32 && ((op.shape_only >> k) & 1) != 0)) continue;
+      read(c, i, backward);
+      if (backward && (flags_[c] & gathered_again) != 0) read(source_[c], i, true);  // the shard is what was kept
     }
   }
   constexpr void live(std::int32_t from, std::int32_t to, std::int64_t bytes) {
     delta_[static_cast<size_t>(from)] += bytes;
     delta_[static_cast<size_t>(to) + 1] -= bytes;
   }
-  constexpr void lifetimes() {
+  constexpr void lifetime(size_t c) {
     auto& m = out_.memory_;
-    for (size_t c = 0; c < p_.tensor_count(); ++c) {
-      if (canon_[c] != c || (flags_[c] & excluded) != 0 || bytes_[c] == 0 || start_[c] == none) continue;
-      const std::int64_t w = bytes_[c];
-      const auto start = start_[c];
-      const std::int32_t end_fwd = last_fwd_[c] > start ? last_fwd_[c] : start;
-      const auto& info = p_.tensor_at(c);
-      const bool in_forward = p_.op_at(static_cast<size_t>(start)).phase == phase::forward;
-      if (!in_forward || last_bwd_[c] == none) {
-        live(start, last_bwd_[c] > end_fwd ? last_bwd_[c] : end_fwd, w);
-        continue;
-      }
-      const auto fb = run_block(c);
-      const bool block_input = fb >= 0 && canon_[p_.block_at(static_cast<size_t>(fb)).input.index] == c;
-      const bool again = (flags_[c] & gathered_again) != 0 ||
-                         (info.producer >= 0 && recomputed(static_cast<size_t>(info.producer)) && !block_input);
-      if (again) {  // made again in backward: live from its first reader there (a full run's start)
-        live(start, end_fwd, w);
-        std::int32_t from = first_bwd_[c];
-        if (options_.recompute == recompute::full && (flags_[c] & read_in_mirror) != 0)
-          from = static_cast<std::int32_t>(p_.block_at(static_cast<size_t>(mirror_[static_cast<size_t>(fb)])).first_op);
-        live(from, last_bwd_[c], w);
-        continue;
-      }
-      // Kept: the current copy until its last backward reader; a block's other runs' copies over
-      // the block's forward and backward passes. (A block's first run's input is its source: if
-      // the source is kept too, that copy is the source's.)
-      std::size_t copies = 1;
-      if (fb >= 0 && (flags_[c] & read_in_mirror) != 0) {
-        const auto& f = p_.block_at(static_cast<size_t>(fb));
-        copies = f.count - (block_input && (flags_[canon_[f.source.index]] & is_kept) != 0 ? 1 : 0);
-        const auto& b = p_.block_at(static_cast<size_t>(mirror_[static_cast<size_t>(fb)]));
-        if (copies > 1)
-          live(static_cast<std::int32_t>(f.first_op), static_cast<std::int32_t>(b.end_op) - 1,
-               static_cast<std::int64_t>(copies - 1) * w);
-      }
-      if (copies == 0) continue;
-      live(start, last_bwd_[c], w);
-      flags_[c] |= is_kept;
-      m.activations += static_cast<std::int64_t>(copies) * w;
-      if (fb >= 0) out_.kept_in_block_[static_cast<size_t>(fb)] += static_cast<std::int64_t>(copies) * w;
-      if (kept_ != nullptr) kept_->push_back({c, w, copies, fb});
+    if (canon_[c] != c || (flags_[c] & excluded) != 0 || bytes_[c] == 0 || start_[c] == none) return;
+    const std::int64_t w = bytes_[c];
+    const auto start = start_[c];
+    const std::int32_t end_fwd = last_fwd_[c] > start ? last_fwd_[c] : start;
+    const auto& info = p_.tensor_at(c);
+    const bool in_forward = p_.op_at(static_cast<size_t>(start)).phase == phase::forward;
+    if (!in_forward || last_bwd_[c] == none) {
+      live(start, last_bwd_[c] > end_fwd ? last_bwd_[c] : end_fwd, w);
+      return;
+    }
+    const auto fb = run_block(c);
+    const bool block_input = fb >= 0 && canon_[p_.block_at(static_cast<size_t>(fb)).input.index] == c;
+    const bool again = (flags_[c] & gathered_again) != 0 ||
+                       (info.producer >= 0 && recomputed(static_cast<size_t>(info.producer)) && !block_input);
+    if (again) {  // made again in backward: live from its first reader there (a full run's start)
+      live(start, end_fwd, w);
+      std::int32_t from = first_bwd_[c];
+      if (options_.recompute == recompute::full && (flags_[c] & read_in_mirror) != 0)
+        from = static_cast<std::int32_t>(p_.block_at(static_cast<size_t>(mirror_[static_cast<size_t>(fb)])).first_op);
+      live(from, last_bwd_[c], w);
+      return;
+    }
+    // Kept: the current copy until its last backward reader; a block's other runs' copies over
+    // the block's forward and backward passes. (A block's first run's input is its source: if
+    // the source is kept too, that copy is the source's.)
+    std::size_t copies = 1;
+    if (fb >= 0 && (flags_[c] & read_in_mirror) != 0) {
+      const auto& f = p_.block_at(static_cast<size_t>(fb));
+      copies = f.count - (block_input && (flags_[canon_[f.source.index]] & is_kept) != 0 ? 1 : 0);
+      const auto& b = p_.block_at(static_cast<size_t>(mirror_[static_cast<size_t>(fb)]));
+      if (copies > 1)
+        live(static_cast<std::int32_t>(f.first_op), static_cast<std::int32_t>(b.end_op) - 1,
+             static_cast<std::int64_t>(copies - 1) * w);
+    }
+    if (copies == 0) return;
+    live(start, last_bwd_[c], w);
+    flags_[c] |= is_kept;
+    m.activations += static_cast<std::int64_t>(copies) * w;
+    if (fb >= 0) out_.kept_in_block_[static_cast<size_t>(fb)] += static_cast<std::int64_t>(copies) * w;
+    if (kept_ != nullptr) kept_->push_back({c, w, copies, fb});
+  }
+  constexpr void peak(size_t i) {
+    now_ += delta_[i];
+    if (now_ > top_) {
+      top_ = now_;
+      out_.memory_.peak_op = i;
     }
   }
-  constexpr void peak() {
+  constexpr void finish_peak() {
     auto& m = out_.memory_;
-    std::int64_t now = 0, top = -1;
-    for (size_t i = 0; i < p_.op_count(); ++i) {
-      now += delta_[i];
-      if (now > top) {
-        top = now;
-        m.peak_op = i;
-      }
-    }
     m.peak_phase = p_.op_count() > 0 ? p_.op_at(m.peak_op).phase : phase::forward;
-    m.peak = m.persistent() + (top > 0 ? top : 0);
+    m.peak = m.persistent() + (top_ > 0 ? top_ : 0);
   }
 
   // ---- collectives ----
@@ -567,58 +623,46 @@ class coster {
     e.count += static_cast<size_t>(times);
     e.bytes += times * bytes;
   }
-  constexpr void collectives() {
+  constexpr void reshard_sends(size_t e) {
     const bool stage3 = options_.stage() == 3;
-    for (size_t e = 0; e < r_.reshard_entries(); ++e) {
-      const auto& s = r_.reshard_at(e);
-      if (s.bytes < 0)
-        raise(make_error(error_kind::invalid_argument, "cost",
-                         "operator {} reshards tensor {}, whose size is unknown until run time", s.op, s.tensor));
-      const auto times = static_cast<std::int64_t>(s.times);
-      // ZeRO-3 keeps the updated parameter sharded: no gather after the update.
-      if (stage3 && s.phase == phase::optimizer && s.kind == collective::all_gather) continue;
-      add(s.phase, s.kind, s.mesh_dim, times, s.bytes);
-      if (sent_again(s)) add(phase::backward, s.kind, s.mesh_dim, times, s.bytes);
+    const auto& s = r_.reshard_at(e);
+    if (s.bytes < 0)
+      raise(make_error(error_kind::invalid_argument, "cost",
+                       "operator {} reshards tensor {}, whose size is unknown until run time", s.op, s.tensor));
+    const auto times = static_cast<std::int64_t>(s.times);
+    // ZeRO-3 keeps the updated parameter sharded: no gather after the update.
+    if (stage3 && s.phase == phase::optimizer && s.kind == collective::all_gather) return;
+    add(s.phase, s.kind, s.mesh_dim, times, s.bytes);
+    if (sent_again(s)) add(phase::backward, s.kind, s.mesh_dim, times, s.bytes);
+  }
+  /// Operator i's collectives inside its kernel (cross entropy) or a ZeRO-3 parameter's gathers.
+  constexpr void op_sends(size_t i) {
+    const bool stage3 = options_.stage() == 3;
+    const auto& op = p_.op_at(i);
+    if (op.phase == phase::forward && kind_[i] == kind::vocab_cross_entropy && op.outputs.size() == 2) {
+      // max, target logit and sum over the vocabulary: a float per token
+      const auto logits = op.inputs[0];
+      const auto& a = r_.attr({logits});
+      const std::int64_t tokens = local_elements(op.outputs[1]) * 4;
+      for (auto m : a.mesh_dims_of(p_.tensor_at(logits).shape.size() - 1)) {
+        const std::int64_t n = a.process_mesh().dim_size(m);
+        add(phase::forward, collective::all_reduce, m, 3 * runs(i), 2 * (n - 1) * tokens / n);
+      }
     }
-    for (size_t i = 0; i < p_.op_count(); ++i) {
-      const auto& op = p_.op_at(i);
-      if (op.phase == phase::forward && op.rule == "c_softmax_with_cross_entropy" && op.outputs.size() == 2) {
-        // max, target logit and sum over the vocabulary: a float per token
-        const auto logits = op.inputs[0];
-        const auto& a = r_.attr({logits});
-        const std::int64_t tokens = local_elements(op.outputs[1]) * 4;
-        for (auto m : a.mesh_dims_of(p_.tensor_at(logits).shape.size() - 1)) {
-          const std::int64_t n = a.process_mesh().dim_size(m);
-          add(phase::forward, collective::all_reduce, m, 3 * runs(i), 2 * (n - 1) * tokens / n);
-        }
-      }
-      if (stage3 && op.phase == phase::optimizer && op.rule == "adamw") {
-        // the parameter gathered from its shard before forward and again for backward
-        const auto moment = op.inputs[3];
-        const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
-        const auto dp = options_.shard_optimizer_states_on;
-        if (!r_.attr({moment}).shards(dp)) continue;
-        const std::int64_t n = p_.mesh().dim_size(dp);
-        const std::int64_t bytes = (n - 1) * local_elements(param, r_.attr({moment})) * p_.tensor_at(param).element_bytes;
-        add(phase::forward, collective::all_gather, dp, runs(i), bytes);
-        add(phase::backward, collective::all_gather, dp, runs(i), bytes);
-      }
+    if (stage3 && op.phase == phase::optimizer && kind_[i] == kind::adamw) {
+      // the parameter gathered from its shard before forward and again for backward
+      const auto moment = op.inputs[3];
+      const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
+      const auto dp = options_.shard_optimizer_states_on;
+      if (!r_.attr({moment}).shards(dp)) return;
+      const std::int64_t n = p_.mesh().dim_size(dp);
+      const std::int64_t bytes = (n - 1) * local_elements(param, r_.attr({moment})) * p_.tensor_at(param).element_bytes;
+      add(phase::forward, collective::all_gather, dp, runs(i), bytes);
+      add(phase::backward, collective::all_gather, dp, runs(i), bytes);
     }
   }
 
   // ---- FLOPs ----
-  static constexpr bool moves_only(std::string_view rule) {
-    constexpr std::string_view names[] = {
-        "assign", "reshape", "reshape2", "reshape_grad", "transpose", "transpose2", "transpose_grad", "flatten",
-        "flatten_grad", "squeeze", "squeeze_grad", "unsqueeze", "unsqueeze2", "unsqueeze_grad", "split",
-        "split_with_num", "concat", "concat_grad", "stack", "stack_grad", "unbind", "unbind_grad", "slice",
-        "slice_grad", "strided_slice", "strided_slice_grad", "pad", "pad_grad", "expand_as", "tile", "cast",
-        "gather", "gather_nd", "index_select", "embedding", "lookup_table_v2", "c_embedding", "one_hot", "full_like",
-        "numel", "shape"};
-    for (auto n : names)
-      if (n == rule) return true;
-    return false;
-  }
   /// The layout operator i read its input k in: resharded, if it was (the entries of an
   /// operator follow its first), else as propagated.
   constexpr const tensor_dist_attr& read_layout(size_t i, size_t k) const {
@@ -642,78 +686,148 @@ class coster {
   /// Operator i's FLOPs on a device, from its inputs as it read them (see the file comment).
   constexpr std::int64_t op_flops(size_t i) const {
     const auto& op = p_.op_at(i);
-    const std::string_view rule = op.rule;
-    const bool grad = rule.size() > 5 && rule.substr(rule.size() - 5) == "_grad";
-    if (rule == "matmul" || rule == "matmul_v2" || rule == "matmul_grad") {  // 2 x (x's elements) x n
+    const kind k = kind_[i];
+    if (k == kind::matmul || k == kind::matmul_grad) {  // 2 x (x's elements) x n
       const auto& a = op.attributes.template get<rules::matmul_attributes>();
       const bool vector = p_.tensor_at(op.inputs[1]).shape.size() < 2;
       const std::int64_t f = 2 * input_elements(i, 0) * (vector ? 1 : input_dim(i, 1, a.trans_y ? -2 : -1));
-      return grad ? 2 * f : f;
+      return k == kind::matmul_grad ? 2 * f : f;
     }
-    if (rule == "bmm" || rule == "bmm_grad") {
+    if (k == kind::bmm || k == kind::bmm_grad) {
       const std::int64_t f = 2 * input_elements(i, 0) * input_dim(i, 1, -1);
-      return grad ? 2 * f : f;
+      return k == kind::bmm_grad ? 2 * f : f;
     }
-    if (rule == "flash_attention" || rule == "flash_attention_grad") {  // 4 x (q's elements) x (k's length)
+    if (k == kind::attention || k == kind::attention_grad) {  // 4 x (q's elements) x (k's length)
+      const bool grad = k == kind::attention_grad;
       const bool causal = grad ? op.attributes.template get<rules::flash_attention_grad_attributes>().causal
                                : op.attributes.template get<rules::flash_attention_attributes>().causal;
       const std::int64_t f = 4 * input_elements(i, 0) * input_dim(i, 1, 1) / (causal ? 2 : 1);
       return grad ? 2 * f : f;
     }
-    if (moves_only(rule)) return 0;
+    if (k >= kind::assign) return 0;
     std::int64_t n = 0;
     for (auto t : op.outputs)
       if (!p_.tensor_at(t).shape.empty()) n += local_elements(t);
     return n;
   }
-  constexpr void count_flops() {
-    for (size_t i = 0; i < p_.op_count(); ++i) {
-      const std::int64_t f = op_flops(i) * runs(i);
-      out_.flops_[static_cast<size_t>(p_.op_at(i).phase)] += f;
-      if (recomputed(i)) out_.recompute_flops_ += f;
-    }
+  constexpr void count_flops(size_t i) {
+    const std::int64_t f = op_flops(i) * runs(i);
+    out_.flops_[static_cast<size_t>(p_.op_at(i).phase)] += f;
+    if (recomputed(i)) out_.recompute_flops_ += f;
   }
 
   // ---- time ----
-  constexpr void times() {
+  static constexpr void times(step_cost& out, const cluster& c) {
     const auto bad = [](const char* message) { raise(make_error(error_kind::invalid_argument, "cluster", message)); };
-    if (!(c_.peak_flops > 0)) bad("a device's peak FLOP/s must be positive");
-    if (!(c_.compute_efficiency > 0 && c_.compute_efficiency <= 1) ||
-        !(c_.communication_efficiency > 0 && c_.communication_efficiency <= 1))
+    if (!(c.peak_flops > 0)) bad("a device's peak FLOP/s must be positive");
+    if (!(c.compute_efficiency > 0 && c.compute_efficiency <= 1) ||
+        !(c.communication_efficiency > 0 && c.communication_efficiency <= 1))
       bad("efficiencies are fractions in (0, 1]");
-    out_.peak_flops_ = c_.peak_flops;
-    out_.compute_seconds_ = static_cast<double>(out_.hardware_flops()) / (c_.peak_flops * c_.compute_efficiency);
+    out.peak_flops_ = c.peak_flops;
+    out.compute_seconds_ = static_cast<double>(out.hardware_flops()) / (c.peak_flops * c.compute_efficiency);
     for (size_t ph = 0; ph < phase_count; ++ph)
       for (size_t k = 0; k < collective_count; ++k)
         for (size_t m = 0; m < max_mesh_ndim; ++m) {
-          auto& e = out_.table_[ph][k][m];
+          auto& e = out.table_[ph][k][m];
           if (e.count == 0 || !sends(static_cast<collective>(k))) continue;
-          const link& l = c_.links[m];
+          const link& l = c.links[m];
           if (!(l.bandwidth > 0) || l.latency < 0)
             raise(make_error(error_kind::invalid_argument, "cluster",
                              "mesh dim {} sends collectives, but its link has no bandwidth (or a negative latency)", m));
           e.seconds = static_cast<double>(e.count) * l.latency +
-                      static_cast<double>(e.bytes) / (l.bandwidth * c_.communication_efficiency);
+                      static_cast<double>(e.bytes) / (l.bandwidth * c.communication_efficiency);
         }
+  }
+
+  // ---- the loops, in order ----
+  enum class loop : std::uint8_t {
+    ops,            ///< map_op
+    tensors,        ///< measure_tensor
+    buffers,        ///< op_buffers
+    parameters,     ///< parameter
+    reshard_flags,  ///< reshard_flags
+    aliases,        ///< alias
+    readers,        ///< block_inputs, then readers
+    lifetimes,      ///< lifetime
+    peak,           ///< peak, then finish_peak
+    reshard_sends,  ///< reshard_sends
+    op_sends,       ///< op_sends
+    flops,          ///< count_flops
+    done
+  };
+  static constexpr loop done = loop::done;
+  static constexpr size_t length(loop l, const plan<T, O>& p, const propagation<T, R>& r) {
+    switch (l) {
+      case loop::tensors:
+      case loop::parameters:
+      case loop::lifetimes:
+        return p.tensor_count();
+      case loop::reshard_flags:
+      case loop::reshard_sends:
+        return r.reshard_entries();
+      case loop::done:
+        return 0;
+      default:
+        return p.op_count();
+    }
+  }
+  /// An item's cost, in about Clang's constant-evaluation steps (above them): what `resume` counts.
+  static constexpr size_t weight(loop l) {
+    switch (l) {
+      case loop::flops:
+        return 1200;
+      case loop::tensors:
+      case loop::readers:
+      case loop::buffers:
+      case loop::aliases:
+        return 400;
+      default:
+        return 200;
+    }
+  }
+  constexpr void item(loop l, size_t i) {
+    switch (l) {
+      case loop::ops: return map_op(i);
+      case loop::tensors: return measure_tensor(i);
+      case loop::buffers: return op_buffers(i);
+      case loop::parameters: return parameter(i);
+      case loop::reshard_flags: return reshard_flags(i);
+      case loop::aliases: return alias(i);
+      case loop::readers:
+        if (i == 0) block_inputs();
+        return readers(i);
+      case loop::lifetimes: return lifetime(i);
+      case loop::peak: return peak(i);
+      case loop::reshard_sends: return reshard_sends(i);
+      case loop::op_sends: return op_sends(i);
+      case loop::flops: return count_flops(i);
+      case loop::done: return;
+    }
+  }
+  constexpr void finish(loop l) {
+    if (l == loop::readers && p_.op_count() == 0) block_inputs();
+    if (l == loop::peak) finish_peak();
   }
 
   const plan<T, O>& p_;
   const propagation<T, R>& r_;
-  const cluster& c_;
-  step_cost& out_;
   kept_list* kept_;
   training_options options_;
-  // Per tensor and per operator, the first tensor_count / op_count entries: left uninitialised
-  // past them (a plan's capacity may be many times what it uses), each written before it is read.
-  std::array<std::int64_t, T> bytes_;
-  std::array<std::uint16_t, T> canon_, state_, source_;
-  std::array<std::int32_t, T> start_, last_fwd_, first_bwd_, last_bwd_;
-  std::array<std::uint8_t, T> flags_;
-  std::array<std::int64_t, O + 1> delta_;
-  std::array<std::int8_t, O> block_of_;
-  std::array<std::uint8_t, O> op_flags_;
-  std::array<std::int32_t, O> first_entry_;  ///< the operator's first reshard entry, or -1
-  std::array<std::int8_t, max_blocks> mirror_;
+  step_cost out_{};
+  loop loop_ = loop::ops;
+  size_t cursor_ = 0;
+  std::int64_t now_ = 0, top_ = -1;  ///< the live bytes at the operator `peak` is at, and the largest
+  // Per tensor and per operator (the first tensor_count / op_count entries are used).
+  std::array<std::int64_t, T> bytes_{};
+  std::array<std::uint16_t, T> canon_{}, state_{}, source_{};
+  std::array<std::int32_t, T> start_{}, last_fwd_{}, first_bwd_{}, last_bwd_{};
+  std::array<std::uint8_t, T> flags_{};
+  std::array<std::int64_t, O + 1> delta_{};
+  std::array<std::int8_t, O> block_of_{};
+  std::array<kind, O> kind_{};
+  std::array<std::uint8_t, O> op_flags_{};
+  std::array<std::int32_t, O> first_entry_{};  ///< the operator's first reshard entry, or -1
+  std::array<std::int8_t, max_blocks> mirror_{};
 };
 
 }  // namespace detail
@@ -722,9 +836,9 @@ class coster {
 /// whose propagation is `r`, on cluster `c` (see the file comment).
 template <std::size_t T, std::size_t O, std::size_t R>
 constexpr step_cost cost(const plan<T, O>& step, const propagation<T, R>& r, const cluster& c) {
-  step_cost out;
-  detail::coster<T, O, R>(step, r, c, out).run();
-  return out;
+  detail::coster<T, O, R> k(step, r);
+  k.resume(static_cast<std::size_t>(-1));
+  return k.result(c);
 }
 /// The same on 8-GPU H100 nodes (`h100_cluster`).
 template <std::size_t T, std::size_t O, std::size_t R>
@@ -732,13 +846,82 @@ constexpr step_cost cost(const plan<T, O>& step, const propagation<T, R>& r) {
   return cost(step, r, h100_cluster(step.mesh()));
 }
 
+namespace detail {
+/// The budget (in `coster::weight`'s units) of one constant expression of `verified_cost`. The
+/// weights overestimate Clang's steps: the cost of a flat 80-operator training step weighs
+/// 1,176,000 and takes Clang 693,000 steps and GCC 2,200,000 operations. So a part stays well
+/// within Clang's default limit of 1,048,576 steps and GCC's of 33,554,432 operations. GCC gets
+/// bigger parts: a split costs it memory (the flat 1,000-operator step's cost, 14,700,000: one
+/// part 245 MB, two 396 MB, nineteen 656 MB).
+#if defined(__clang__)
+inline constexpr std::size_t cost_steps_per_part = 800000;
+#else
+inline constexpr std::size_t cost_steps_per_part = 12000000;
+#endif
+
+/// The cost of the plan `verified<MakePlan, Options, MaxReshards>` propagates, after part `Part`
+/// of `verified_cost`: each part is its own constant expression.
+template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Part>
+inline constexpr auto cost_part = [] {
+  auto k = cost_part<MakePlan, Options, R, Part - 1>;
+  k.resume(cost_steps_per_part);
+  return k;
+}();
+template <auto MakePlan, propagate_options Options, std::size_t R>
+inline constexpr auto cost_part<MakePlan, Options, R, 0> = [] {
+  constexpr auto& p = plan_value<MakePlan>;
+  using plan_type = std::remove_cvref_t<decltype(p)>;
+  coster<plan_type::max_tensors, plan_type::max_ops, R> k(p, finished_propagation<MakePlan, Options, R>());
+  k.resume(cost_steps_per_part);
+  return k;
+}();
+/// The parts `verified_cost` takes (computed before them, so that a part that fails with an
+/// error does not lead to endless parts).
+template <auto MakePlan, propagate_options Options, std::size_t R>
+inline constexpr std::size_t cost_parts = [] {
+  constexpr auto& p = plan_value<MakePlan>;
+  using plan_type = std::remove_cvref_t<decltype(p)>;
+  return coster<plan_type::max_tensors, plan_type::max_ops, R>::resumes(p, finished_propagation<MakePlan, Options, R>(),
+                                                                        cost_steps_per_part);
+}();
+template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Part = 0>
+constexpr const auto& finished_cost() {
+  if constexpr (Part + 1 < cost_parts<MakePlan, Options, R> && !cost_part<MakePlan, Options, R, Part>.finished())
+    return finished_cost<MakePlan, Options, R, Part + 1>();
+  else
+    return cost_part<MakePlan, Options, R, Part>;
+}
+}  // namespace detail
+
+/// The cost of the training step `MakePlan()` returns, as `verified<MakePlan, Options,
+/// MaxReshards>()` propagates it, on cluster `c`: `cost(plan_of<MakePlan>, verified<MakePlan>(),
+/// c)`, computed over several constant expressions (as `verified` propagates), so that a long
+/// step's cost stays within the compilers' default limits. Use it in constant evaluation:
+///
+///     constexpr auto c = model::verified_cost<make_step>(model::h100_cluster(mesh));
+template <auto MakePlan, propagate_options Options = propagate_options{}, std::size_t MaxReshards = 0>
+constexpr step_cost verified_cost(const cluster& c) {
+  using plan_type = std::remove_cvref_t<decltype(detail::plan_value<MakePlan>)>;
+  constexpr std::size_t R = MaxReshards == 0 ? default_max_reshards(plan_type::max_ops) : MaxReshards;
+  if constexpr (!detail::finished_propagation<MakePlan, Options, R>().ok()) {
+    (void)verified<MakePlan, Options, MaxReshards>();  // verified's error
+    return step_cost{};
+  } else {
+    return detail::finished_cost<MakePlan, Options, R>().result(c);
+  }
+}
+/// The same on 8-GPU H100 nodes (`h100_cluster`).
+template <auto MakePlan, propagate_options Options = propagate_options{}, std::size_t MaxReshards = 0>
+constexpr step_cost verified_cost() {
+  return verified_cost<MakePlan, Options, MaxReshards>(h100_cluster(detail::plan_value<MakePlan>.mesh()));
+}
+
 /// The tensors training step `step` keeps from forward for backward (see the file comment), in
 /// the order of their index: `memory().activations` is the sum of their `bytes * copies`.
 template <std::size_t T, std::size_t O, std::size_t R>
 constexpr kept_tensor_list<T> kept_tensors(const plan<T, O>& step, const propagation<T, R>& r) {
   kept_tensor_list<T> kept;
-  step_cost unused;
-  detail::coster<T, O, R>(step, r, h100_cluster(step.mesh()), unused, &kept).run();
+  detail::coster<T, O, R>(step, r, &kept).resume(static_cast<std::size_t>(-1));
   return kept;
 }
 

@@ -126,9 +126,9 @@ inline std::unique_ptr<step_plan> training_step(const plan& forward, model::tens
 /// computed on the heap (its scratch is some MB for a `step_plan`).
 template <std::size_t T, std::size_t O, std::size_t R>
 model::step_cost cost(const model::plan<T, O>& step, const model::propagation<T, R>& r, const model::cluster& c) {
-  model::step_cost out;
-  std::make_unique<model::detail::coster<T, O, R>>(step, r, c, out)->run();
-  return out;
+  const auto k = std::make_unique<model::detail::coster<T, O, R>>(step, r);
+  k->resume(static_cast<std::size_t>(-1));
+  return k->result(c);
 }
 
 }  // namespace ctspmd::runtime
