@@ -406,18 +406,20 @@ PYBIND11_MODULE(ctspmd, m) {
       py::arg("semantics") = "fluid", py::arg("mesh_names") = py::none(), backward_doc.c_str());
   m.def(
       "verify_plan",
-      [](py::handle plan) {
+      [](py::handle plan, bool svg) {
         if (!PyDict_Check(plan.ptr())) bad_type("plan", "a dict", plan);
-        const auto request = to_json(plan, "plan");
-        return to_python(ctspmd_infer::verify_plan(request));
+        const ctspmd_infer::json request = {{"plan", to_json(plan, "plan")}, {"svg", svg}};
+        return to_python(ctspmd_infer::verify_plan_request(request));
       },
-      py::arg("plan"),
-      "verify_plan(plan) -> dict\n\n"
+      py::arg("plan"), py::arg("svg") = false,
+      "verify_plan(plan, svg=False) -> dict\n\n"
       "Builds and propagates a whole plan, given as a dict of the structure of ctspmd-infer's plan requests (the "
       "value of {\"plan\": ...}: mesh, mesh_names, semantics, tensors, operators and repeated blocks, optional "
       "training and cluster; see ctspmd-infer --help and the README), and returns the tool's answer as a dict: "
       "every tensor's layout, the reshard report, totals per phase and collective, and with training or a cluster "
-      "the step's cost. A malformed or failing plan raises SpmdError, whose .details name the operator and operand.");
+      "the step's cost; with svg=True also its picture, answer[\"svg\"], an SVG document (collectives by phase and mesh "
+      "dim, memory by category, step time; each bar's exact figure in data-bytes / data-count / data-seconds). A "
+      "malformed or failing plan raises SpmdError, whose .details name the operator and operand.");
   m.def(
       "has_rule", [](const std::string& op) { return rt::has_rule(op); }, py::arg("op"),
       "has_rule(op) -> bool\n\nTrue if a rule is registered under operator name `op`.");

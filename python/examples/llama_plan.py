@@ -3,6 +3,8 @@ parallelism, written as a plan dict and verified as a whole training step by cts
 which collectives the step sends, in which phase, and what it costs on H100 nodes.
 
 Run with the module on PYTHONPATH (build/<preset>/python)."""
+import sys
+
 import ctspmd
 
 HIDDEN, HEADS, HEAD_DIM, FFN, VOCAB, SEQ, BATCH, LAYERS = 1024, 8, 128, 2816, 32000, 2048, 4, 2
@@ -95,7 +97,8 @@ PLAN = {
 
 
 def main():
-    report = ctspmd.verify_plan(PLAN)
+    picture = sys.argv[1] if len(sys.argv) > 1 else None  # optional: write the step's picture (SVG) there
+    report = ctspmd.verify_plan(PLAN, svg=picture is not None)
     print(f"{len(report['tensors'])} tensors in the training step, {len(report['reshards'])} distinct reshards")
     for phase, kinds in report["totals"].items():
         for kind, total in kinds.items():
@@ -112,6 +115,10 @@ def main():
           f" ({memory['peak_phase']})")
     print(f"step {cost['step_seconds'] * 1e3:.2f} ms (overlapped {cost['overlapped_step_seconds'] * 1e3:.2f} ms), "
           f"MFU {cost['mfu']:.1%}")
+    if picture:
+        with open(picture, "w", encoding="utf-8") as f:
+            f.write(report["svg"])
+        print(f"picture: {picture}")
 
 
 if __name__ == "__main__":

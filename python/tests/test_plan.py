@@ -2,6 +2,7 @@
 import json
 import os
 import subprocess
+from xml.etree import ElementTree
 
 import pytest
 
@@ -50,6 +51,67 @@ def test_training_step_with_cost():
     assert cost["flops"]["model"] == cost["flops"]["forward"] + cost["flops"]["backward"]
     assert 0 < cost["mfu"] <= 1
     assert any(t.get("role") == "gradient" for t in report["tensors"])
+
+
+def svg_bars(svg):
+    """The bars of a picture: (group, data attributes) per <rect> that carries a figure."""
+    root = ElementTree.fromstring(svg)  # well-formed XML, or this raises
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    bars = []
+    for group in root.iter("{http://www.w3.org/2000/svg}g"):
+        for rect in group.iter("{http://www.w3.org/2000/svg}rect"):
+            assert float(rect.get("width")) >= 1
+            bars.append((group.get("class"), {k[5:]: v for k, v in rect.attrib.items() if k.startswith("data-")}))
+    return bars
+
+
+def test_svg_picture_carries_the_cost():
+    plan = mlp(training={"loss": "z", "shard_optimizer_states_on": "dp", "recompute": "full"}, cluster="h100")
+    plan["operators"][2]["label"] = "fc2.reduce <&\"'>"  # the peak's operator: its name escaped in the picture
+    report = ctspmd.verify_plan(plan, svg=True)
+    bars = svg_bars(report["svg"])
+    cost = report["cost"]
+    # Collectives: one bar per phase, collective and mesh dim, the cost's figures exactly.
+    expected = {(ph, k, d["mesh_dim"]): (d["count"], d["bytes"], d["seconds"])
+                for ph, kinds in cost["collectives"].items() for k, t in kinds.items() for d in t["mesh_dims"]
+                if not k.startswith("local")}
+    drawn = {(a["phase"], a["collective"], int(a["mesh-dim"])): (int(a["count"]), int(a["bytes"]), float(a["seconds"]))
+             for g, a in bars if g == "collectives"}
+    assert drawn == expected and len(drawn) >= 3
+    for ph, kinds in cost["collectives"].items():  # the mesh dims sum to the totals
+        for k, t in kinds.items():
+            assert sum(d["bytes"] for d in t["mesh_dims"]) == t["bytes"]
+            assert sum(d["count"] for d in t["mesh_dims"]) == t["count"]
+    memory = {a["category"]: int(a["bytes"]) for g, a in bars if g == "memory"}
+    assert memory == {k: cost["memory"][k] for k in ("parameters", "gradients", "optimizer_states", "activations", "peak")}
+    times = {a["time"]: float(a["seconds"]) for g, a in bars if g == "time"}
+    assert times == {k: cost[k] for k in ("compute_seconds", "communication_seconds", "step_seconds",
+                                          "overlapped_step_seconds")}
+    assert cost["memory"]["peak_op_name"] == plan["operators"][2]["label"]
+    assert "at operator 2 &apos;fc2.reduce &lt;&amp;&quot;&apos;&gt;&apos; (forward)" in report["svg"]
+    assert "svg" not in ctspmd.verify_plan(plan)
+
+
+def test_svg_picture_of_a_forward_plan_draws_its_reshards():
+    report = ctspmd.verify_plan(mlp(), svg=True)
+    bars = svg_bars(report["svg"])
+    (r,) = report["reshards"]
+    assert bars == [("collectives", {"phase": "forward", "collective": "all_reduce", "mesh-dim": "1", "count": "1",
+                                     "bytes": str(r["bytes"])})]
+
+
+def test_svg_picture_from_the_tool():
+    tool = os.environ.get("CTSPMD_INFER")
+    if not tool:
+        pytest.skip("CTSPMD_INFER not set (CTest sets it)")
+    request = {"plan": mlp(training={"loss": "z"}), "svg": True}
+    out = subprocess.run([tool], input=json.dumps(request) + "\n", capture_output=True, text=True, check=True).stdout
+    answer = json.loads(out)
+    assert answer["svg"] == ctspmd.verify_plan(mlp(training={"loss": "z"}), svg=True)["svg"]
+    svg_bars(answer["svg"])
+    bad = subprocess.run([tool], input=json.dumps({"plan": mlp(), "svg": "yes"}) + "\n", capture_output=True,
+                         text=True).stdout
+    assert json.loads(bad)["error"]["message"] == '"svg" must be true or false'
 
 
 def test_errors_name_the_operator_and_operand():

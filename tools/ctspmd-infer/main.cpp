@@ -69,7 +69,10 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
    "tensors": [TENSOR, ...],            declared in order; the answer lists them (and a training step's) in order
    "operators": [OPERATOR | {"repeat": BLOCK}, ...],   in program order
    "training": TRAINING,                optional: verify the training step (backward, optimizer) instead
-   "cluster": "h100" | CLUSTER}}        optional: the step's cost on it (default "h100" with "training")
+   "cluster": "h100" | CLUSTER},        optional: the step's cost on it (default "h100" with "training")
+   "svg": true}                         optional: the answer's "svg" is a picture of it, an SVG document
+                                        (collectives by phase and mesh dim, memory by category, step time;
+                                        each bar's exact figure in data-bytes, data-count, data-seconds)
   TENSOR: {"name": "x", "shape": [8, 1024], "dtype": "bfloat16" (bool, int8, uint8, int16, float16, int32,
            float32 (default), int64, float64) or "element_bytes": 2, "parameter": true (trained),
            and optionally a layout as an OPERAND gives it (its presence annotates the tensor)}
@@ -93,9 +96,11 @@ Plan response:
    "cost": {"memory": {"parameters", "gradients", "optimizer_states", "activations", "peak", "peak_op",
                        "peak_op_name", "peak_phase"},
             "flops": {"forward", "backward", "optimizer", "recompute", "model", "hardware"},
-            "collectives": {PHASE: {COLLECTIVE: {"count", "bytes", "seconds"}}},
+            "collectives": {PHASE: {COLLECTIVE: {"count", "bytes", "seconds",
+                                                 "mesh_dims": [{"mesh_dim", "count", "bytes", "seconds"}, ...]}}},
             "compute_seconds", "communication_seconds", "step_seconds", "overlapped_step_seconds",
-            "mfu", "overlapped_mfu"}}   (with "training" or "cluster"; figures per device)
+            "mfu", "overlapped_mfu"},   (with "training" or "cluster"; figures per device)
+   "svg": "<svg ...>...</svg>"}   (with "svg": true)
   ATTR as above, in the plan's layout form. A failing plan's error names where:
   {"error": {"kind": ..., "message": "operators[3] (operator 3 'fc2'): ...", "at": "operators[3]",
              "operator": 3, "name": "fc2", "rule": "matmul", "operand": "inputs", "phase": ..., "inputs": [0, 1]}}

@@ -9,6 +9,8 @@
 
 #include <ctspmd/runtime/plan.hpp>
 
+#include "svg_report.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -69,9 +71,13 @@ json cost_json(const Plan& p, const model::step_cost& c) {
     for (std::size_t k = 0; k < model::collective_count; ++k) {
       const auto t = c.collectives(static_cast<model::phase>(ph), static_cast<model::collective>(k));
       if (t.count == 0) continue;
+      json mesh_dims = json::array();
+      for (std::int64_t dim = 0; dim < p.mesh().ndim(); ++dim)
+        if (const auto d = c.collectives(static_cast<model::phase>(ph), static_cast<model::collective>(k), dim); d.count > 0)
+          mesh_dims.push_back({{"mesh_dim", dim}, {"count", d.count}, {"bytes", d.bytes}, {"seconds", d.seconds}});
       collectives[std::string(model::to_string(static_cast<model::phase>(ph)))]
                  [std::string(model::to_string(static_cast<model::collective>(k)))] = {
-                     {"count", t.count}, {"bytes", t.bytes}, {"seconds", t.seconds}};
+                     {"count", t.count}, {"bytes", t.bytes}, {"seconds", t.seconds}, {"mesh_dims", mesh_dims}};
     }
   return {{"memory",
            {{"parameters", m.parameters},
@@ -440,10 +446,21 @@ class plan_reader {
 /// operator, `spmd_error`).
 inline json verify_plan(const json& request) { return plan_reader(request).verify(); }
 
+/// The answer to a plan request `{"plan": {...}, "svg": true}`: verify_plan's, and with "svg",
+/// its picture (svg_report.hpp) as the answer's "svg", a string.
+inline json verify_plan_request(const json& request) {
+  check_fields(request, "the request", {"plan", "svg"});
+  json answer = verify_plan(request.at("plan"));
+  if (request.contains("svg")) {
+    if (!request.at("svg").is_boolean()) bad_request("\"svg\" must be true or false");
+    if (request.at("svg").get<bool>()) answer["svg"] = svg_report(request.at("plan"), answer);
+  }
+  return answer;
+}
+
 inline response plan_response(const json& request) {
   try {
-    check_fields(request, "the request", {"plan"});
-    return {dump(verify_plan(request.at("plan"))), true};
+    return {dump(verify_plan_request(request)), true};
   } catch (const plan_error& e) {
     json error = e.details;
     error["kind"] = ctspmd::to_string(e.kind());

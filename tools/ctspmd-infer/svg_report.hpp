@@ -1,0 +1,263 @@
+#ifndef CTSPMD_TOOLS_INFER_SVG_REPORT_HPP
+#define CTSPMD_TOOLS_INFER_SVG_REPORT_HPP
+// A picture of a plan answer (plan_request.hpp): an SVG document with the collectives by phase
+// and mesh dim, and, when the answer has a cost, memory per device by category and the step's
+// time. Every bar carries its figure exactly, as data attributes (data-bytes, data-count,
+// data-seconds) and a <title> tooltip, so a test (or a script) can read the numbers back;
+// the labels round them for people.
+//
+// Collectives come from the cost when the answer has one (which counts a recomputed forward's,
+// fused kernels' and ZeRO-3's gathers too), else from the reshard list. Bar lengths are relative
+// to the largest bar of their section.
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ctspmd_infer {
+
+namespace svg {
+
+inline std::string escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 admits no control characters but tab, newline and carriage return.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          out += '?';
+        else
+          out += c;
+    }
+  }
+  return out;
+}
+
+/// `bytes` for people: "512 B", "1.50 KiB", ..., "2.25 GiB".
+inline std::string bytes_text(std::int64_t bytes) {
+  if (bytes < 0) return "unknown size";
+  constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  std::size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) {
+    v /= 1024;
+    ++u;
+  }
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buffer;
+}
+inline std::string seconds_text(double s) {
+  char buffer[48];
+  if (s >= 1)
+    std::snprintf(buffer, sizeof buffer, "%.3f s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buffer, sizeof buffer, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.3f us", s * 1e6);
+  return buffer;
+}
+/// A number exactly as JSON writes it (integers as integers, doubles round-tripping).
+inline std::string exact(const nlohmann::json& v) { return v.dump(); }
+
+struct bar {
+  std::string label;       ///< the text beside the bar
+  std::string attributes;  ///< data-* attributes, already formatted
+  std::string tooltip;
+  double value = 0;        ///< its length's measure
+  std::string color;
+};
+
+/// The document being written: sections of bars, one under the other.
+class document {
+ public:
+  void title(const std::string& text) {
+    body_ += "<text x=\"16\" y=\"" + std::to_string(y_ + 20) + "\" class=\"title\">" + escape(text) + "</text>\n";
+    y_ += 32;
+  }
+  void line(const std::string& text) {
+    body_ += "<text x=\"16\" y=\"" + std::to_string(y_ + 14) + "\">" + escape(text) + "</text>\n";
+    y_ += 20;
+  }
+  void heading(const std::string& text) {
+    y_ += 8;
+    body_ += "<text x=\"16\" y=\"" + std::to_string(y_ + 16) + "\" class=\"heading\">" + escape(text) + "</text>\n";
+    y_ += 26;
+  }
+  /// A group of bars, lengths relative to the largest.
+  void bars(const std::string& group, const std::vector<bar>& list) {
+    double most = 0;
+    for (const auto& b : list) most = std::max(most, b.value);
+    body_ += "<g class=\"" + escape(group) + "\">\n";
+    for (const auto& b : list) {
+      const double length = most > 0 ? 1 + (bar_width - 1) * b.value / most : 1;
+      char geometry[96];
+      std::snprintf(geometry, sizeof geometry, "x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\"", bar_x, y_, length);
+      body_ += "<rect " + std::string(geometry) + " fill=\"" + b.color + "\" " + b.attributes + "><title>" +
+               escape(b.tooltip) + "</title></rect>\n";
+      body_ += "<text x=\"16\" y=\"" + std::to_string(y_ + 13) + "\">" + escape(b.label) + "</text>\n";
+      y_ += 22;
+    }
+    body_ += "</g>\n";
+  }
+  std::string finish() const {
+    const int height = y_ + 16;
+    return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
+           std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) + " " + std::to_string(height) +
+           "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+           "<style>.title { font-size: 16px; font-weight: bold; } .heading { font-size: 14px; font-weight: bold; }</style>\n"
+           "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" +
+           body_ + "</svg>\n";
+  }
+
+ private:
+  static constexpr int width = 960, bar_x = 430, bar_width = 510;
+  std::string body_;
+  int y_ = 8;
+};
+
+inline constexpr const char* phase_colors[] = {"#4e79a7", "#f28e2b", "#59a14f"};
+
+}  // namespace svg
+
+/// The picture of plan answer `answer` to plan `plan` (the request's "plan" value, already read
+/// by `verify_plan`, so its mesh is valid).
+inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& answer) {
+  using nlohmann::json;
+  std::vector<std::int64_t> mesh;
+  for (const auto& s : plan.at("mesh")) mesh.push_back(s.get<std::int64_t>());
+  const auto mesh_dim_name = [&](std::int64_t m) {
+    if (plan.contains("mesh_names")) return plan.at("mesh_names").at(static_cast<std::size_t>(m)).get<std::string>();
+    return "mesh dim " + std::to_string(m);
+  };
+  std::string mesh_text = "[";
+  for (std::size_t m = 0; m < mesh.size(); ++m) {
+    if (m > 0) mesh_text += ", ";
+    if (plan.contains("mesh_names")) mesh_text += plan.at("mesh_names").at(m).get<std::string>() + " ";
+    mesh_text += std::to_string(mesh[m]);
+  }
+  mesh_text += "]";
+
+  svg::document doc;
+  const bool has_cost = answer.contains("cost");
+  const auto counted = [](std::size_t n, const std::string& what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  doc.title(std::string(plan.contains("training") ? "Training step" : "Plan") + " on mesh " + mesh_text + ": " +
+            counted(answer.at("tensors").size(), "tensor") + ", " + counted(answer.at("reshards").size(), "reshard"));
+
+  // ---- collectives: (phase, collective, mesh dim) -> count, bytes, seconds ----
+  struct total {
+    std::string phase, collective;
+    std::int64_t mesh_dim = 0, count = 0, bytes = 0;
+    json seconds;  ///< null without a cost
+  };
+  std::vector<total> totals;
+  constexpr std::string_view phases[] = {"forward", "backward", "optimizer"};
+  if (has_cost) {
+    for (const auto& [ph, by_kind] : answer.at("cost").at("collectives").items())
+      for (const auto& [kind, t] : by_kind.items())
+        for (const auto& d : t.at("mesh_dims")) {
+          if (kind.starts_with("local")) continue;  // sends nothing
+          totals.push_back({ph, kind, d.at("mesh_dim").get<std::int64_t>(), d.at("count").get<std::int64_t>(),
+                            d.at("bytes").get<std::int64_t>(), d.at("seconds")});
+        }
+  } else {
+    for (const auto& s : answer.at("reshards")) {
+      const auto& ph = s.at("phase").get_ref<const std::string&>();
+      const auto& kind = s.at("collective").get_ref<const std::string&>();
+      if (kind.starts_with("local")) continue;  // sends nothing
+      const auto m = s.at("mesh_dim").get<std::int64_t>();
+      const auto times = s.at("times").get<std::int64_t>(), bytes = s.at("bytes").get<std::int64_t>();
+      auto it = std::find_if(totals.begin(), totals.end(),
+                             [&](const total& t) { return t.phase == ph && t.collective == kind && t.mesh_dim == m; });
+      if (it == totals.end()) it = totals.insert(totals.end(), total{ph, kind, m, 0, 0, json()});
+      it->count += times;
+      it->bytes = it->bytes < 0 || bytes < 0 ? -1 : it->bytes + bytes * times;
+    }
+  }
+  doc.heading(has_cost ? "Collectives a device sends, by phase and mesh dim (bytes per step)"
+                       : "Reshards a device sends, by phase and mesh dim (bytes per step)");
+  std::vector<svg::bar> bars;
+  for (std::size_t p = 0; p < std::size(phases); ++p)
+    for (const auto& t : totals) {
+      if (t.phase != phases[p]) continue;
+      svg::bar b;
+      b.label = t.phase + " " + t.collective + " on " + mesh_dim_name(t.mesh_dim) + ": x" + std::to_string(t.count) +
+                ", " + svg::bytes_text(t.bytes);
+      if (!t.seconds.is_null()) b.label += ", " + svg::seconds_text(t.seconds.get<double>());
+      b.attributes = "data-phase=\"" + svg::escape(t.phase) + "\" data-collective=\"" + svg::escape(t.collective) +
+                     "\" data-mesh-dim=\"" + std::to_string(t.mesh_dim) + "\" data-count=\"" +
+                     std::to_string(t.count) + "\" data-bytes=\"" + std::to_string(t.bytes) + "\"";
+      if (!t.seconds.is_null()) b.attributes += " data-seconds=\"" + svg::exact(t.seconds) + "\"";
+      b.tooltip = b.label;
+      b.value = static_cast<double>(std::max<std::int64_t>(t.bytes, 0));
+      b.color = svg::phase_colors[p];
+      bars.push_back(b);
+    }
+  if (bars.empty())
+    doc.line("none");
+  else
+    doc.bars("collectives", bars);
+  if (!has_cost) return doc.finish();
+
+  // ---- memory per device ----
+  const json& cost = answer.at("cost");
+  const json& memory = cost.at("memory");
+  doc.heading("Memory per device");
+  bars.clear();
+  constexpr const char* categories[] = {"parameters", "gradients", "optimizer_states", "activations", "peak"};
+  constexpr const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#9c755f"};
+  for (std::size_t k = 0; k < std::size(categories); ++k) {
+    const auto bytes = memory.at(categories[k]).get<std::int64_t>();
+    svg::bar b;
+    b.label = std::string(categories[k]) + ": " + svg::bytes_text(bytes);
+    if (k + 1 == std::size(categories))
+      b.label += " at operator " + std::to_string(memory.at("peak_op").get<std::int64_t>()) + " '" +
+                 memory.at("peak_op_name").get<std::string>() + "' (" + memory.at("peak_phase").get<std::string>() + ")";
+    b.attributes = std::string("data-category=\"") + categories[k] + "\" data-bytes=\"" + std::to_string(bytes) + "\"";
+    b.tooltip = b.label;
+    b.value = static_cast<double>(bytes);
+    b.color = colors[k];
+    bars.push_back(b);
+  }
+  doc.bars("memory", bars);
+
+  // ---- time ----
+  doc.heading("Step time");
+  bars.clear();
+  constexpr const char* times[] = {"compute_seconds", "communication_seconds", "step_seconds", "overlapped_step_seconds"};
+  constexpr const char* time_names[] = {"compute", "communication", "step (no overlap)", "step (overlapped)"};
+  for (std::size_t k = 0; k < std::size(times); ++k) {
+    const json& s = cost.at(times[k]);
+    svg::bar b;
+    b.label = std::string(time_names[k]) + ": " + svg::seconds_text(s.get<double>());
+    b.attributes = std::string("data-time=\"") + times[k] + "\" data-seconds=\"" + svg::exact(s) + "\"";
+    b.tooltip = b.label;
+    b.value = s.get<double>();
+    b.color = k < 2 ? svg::phase_colors[k] : "#9c755f";
+    bars.push_back(b);
+  }
+  doc.bars("time", bars);
+  char mfu[96];
+  std::snprintf(mfu, sizeof mfu, "MFU %.1f%% (overlapped %.1f%%), model FLOPs per device %.4g",
+                100 * cost.at("mfu").get<double>(), 100 * cost.at("overlapped_mfu").get<double>(),
+                cost.at("flops").at("model").get<double>());
+  doc.line(mfu);
+  return doc.finish();
+}
+
+}  // namespace ctspmd_infer
+
+#endif
