@@ -1,6 +1,6 @@
 // libFuzzer target over ctspmd-infer's request handling and the runtime by-name API.
 //
-// Each input is used three ways:
+// Each input is used four ways:
 //  (a) as JSON text: `ctspmd_infer::handle` on the whole input, then on each of its
 //      '\n'-separated lines. Every response must be one line of valid JSON, either
 //      {"error": {"kind", "message"}} or {"inputs": [...], "outputs": [...]} whose attributes
@@ -13,6 +13,9 @@
 //      be the same when the call is repeated.
 //  (c) the call of (b) written as a JSON request for `handle`: it must fail when the
 //      direct call fails (with the same error kind) and otherwise give the same attributes.
+//  (d) as bytes decoded into a plan request ({"plan": ...}): its answer must be a well-formed
+//      error or a consistent plan answer (see check_plan_response); plan requests in (a)'s
+//      text are checked the same way.
 // Any violation calls abort(), so libFuzzer records it as a crash.
 
 #include "handler.hpp"
@@ -246,14 +249,25 @@ json check_response(std::string_view line, const ctspmd_infer::response& r,
   return response;
 }
 
+void check_plan_response(std::string_view line, const ctspmd_infer::response& r);  // (d)
+
+/// Checks the answer to request text `line`, a plan request's as a plan answer.
+void check_any_response(std::string_view line, const ctspmd_infer::response& r) {
+  const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (request.is_object() && request.contains("plan"))
+    check_plan_response(line, r);
+  else
+    check_response(line, r);
+}
+
 void fuzz_json(std::string_view text) {
-  check_response(text, ctspmd_infer::handle(text));
+  check_any_response(text, ctspmd_infer::handle(text));
   if (text.find('\n') == std::string_view::npos) return;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t end = std::min(text.find('\n', start), text.size());
     const std::string_view line = text.substr(start, end - start);
-    check_response(line, ctspmd_infer::handle(line));
+    check_any_response(line, ctspmd_infer::handle(line));
     start = end + 1;
   }
 }
@@ -669,8 +683,8 @@ void decode_outputs(FuzzedDataProvider& fdp, raw_call& call, std::size_t usual) 
   }
 }
 
-raw_call decode_call(FuzzedDataProvider& fdp) {
-  raw_call call;
+/// An operator for `call`: a rule of the table (returned), or rarely a random name (null).
+const rt::rule_entry* decode_op(FuzzedDataProvider& fdp, raw_call& call) {
   const rt::rule_entry* entry = nullptr;
   switch (fdp.ConsumeIntegralInRange<int>(0, 15)) {
     case 15: call.op = fdp.ConsumeRandomLengthString(16); break;
@@ -682,6 +696,12 @@ raw_call decode_call(FuzzedDataProvider& fdp) {
     }
   }
   if (entry != nullptr) call.op = std::string(entry->name);
+  return entry;
+}
+
+raw_call decode_call(FuzzedDataProvider& fdp) {
+  raw_call call;
+  const rt::rule_entry* entry = decode_op(fdp, call);
   call.forward = !fdp.ConsumeBool();
   call.phi = fdp.ConsumeBool();
   call.mesh = decode_mesh(fdp);
@@ -992,7 +1012,267 @@ void compare_with_tool(const raw_call& call, const direct_outcome& direct, Fuzze
   if (response != expected) fail("the tool and the runtime API give different results", *line + "\n  " + r.line);
 }
 
+// ---------------------------------------------------------------------------------------
+// (d) Plan requests: {"plan": {...}} decoded from the bytes, and their answers checked.
+
+/// True if `svg` is well formed as far as the picture's writer goes: tags balanced, attribute
+/// values and text free of '<', every '&' an entity.
+bool well_formed_svg(std::string_view svg) {
+  if (!svg.starts_with("<svg ") || !svg.ends_with("</svg>\n")) return false;
+  std::vector<std::string_view> open;
+  const auto entity_ok = [&](std::size_t at) {
+    for (std::string_view e : {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"})
+      if (svg.substr(at, e.size()) == e) return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < svg.size();) {
+    if (svg[i] == '&' && !entity_ok(i)) return false;
+    if (svg[i] != '<') {
+      ++i;
+      continue;
+    }
+    const std::size_t end = svg.find('>', i);
+    if (end == std::string_view::npos) return false;
+    std::string_view tag = svg.substr(i + 1, end - i - 1);
+    for (std::size_t k = 0; k < tag.size(); ++k)
+      if (tag[k] == '<' || (tag[k] == '&' && !entity_ok(i + 1 + k))) return false;
+    i = end + 1;
+    if (tag.starts_with('/')) {
+      if (open.empty() || open.back() != tag.substr(1)) return false;
+      open.pop_back();
+    } else if (!tag.ends_with('/')) {
+      open.push_back(tag.substr(0, std::min(tag.find(' '), tag.size())));
+    }
+  }
+  return open.empty();
+}
+
+/// Checks `r`, the answer to plan request `line` (a JSON object with "plan").
+void check_plan_response(std::string_view line, const ctspmd_infer::response& r) {
+  if (r.line.find('\n') != std::string::npos) fail("a plan answer spans several lines", r.line);
+  const json response = json::parse(r.line, nullptr, /*allow_exceptions=*/false);
+  if (response.is_discarded() || !response.is_object()) fail("a plan answer is not a JSON object", r.line);
+  if (response.contains("error")) {
+    const json& e = response.at("error");
+    if (r.ok || response.size() != 1 || !e.is_object() || !e.contains("kind") || !is_kind(e.at("kind")) ||
+        !e.contains("message") || !e.at("message").is_string() || e.at("message").get_ref<const std::string&>().empty())
+      fail("a malformed plan error", r.line);
+    if (e.at("message").get_ref<const std::string&>().rfind("[json.exception", 0) == 0)
+      fail("a plan request reached an unchecked JSON access", r.line);
+    for (const auto& [key, value] : e.items()) {
+      const bool ok = key == "kind" || key == "message" || ((key == "at" || key == "name" || key == "rule" ||
+                                                              key == "operand" || key == "phase") && value.is_string()) ||
+                      (key == "operator" && value.is_number_integer() && value.get<std::int64_t>() >= 0) ||
+                      (key == "inputs" && value.is_array());
+      if (!ok) fail("a plan error has an unknown or mistyped field", r.line);
+    }
+    if (e.contains("operator") && !e.contains("name")) fail("a plan error names an operator's index, not its name", r.line);
+    return;
+  }
+  if (!r.ok || !response.contains("tensors") || !response.contains("reshards") || !response.contains("totals"))
+    fail("a malformed plan answer", r.line);
+  const json request = json::parse(line);
+  const json& plan = request.at("plan");
+  const ctspmd::named_mesh named = mesh_of(plan);
+  const auto ndim = static_cast<std::int64_t>(plan.at("mesh").size());
+  for (const auto& t : response.at("tensors")) {
+    if (!t.is_object() || !t.contains("name") || !t.at("name").is_string()) fail("a plan answer's tensor has no name", r.line);
+    json a = t;
+    for (const char* k : {"name", "role", "of", "parameter"}) a.erase(k);
+    if (!a.empty()) check_attr_json(to_dims_form(a, named, -1, r.line), -1, ndim, r.line);
+  }
+  // The totals are the reshards' sums.
+  json totals = json::object();
+  for (const auto& e : response.at("reshards")) {
+    const auto m = e.at("mesh_dim").get<std::int64_t>();
+    const auto bytes = e.at("bytes").get<std::int64_t>(), times = e.at("times").get<std::int64_t>();
+    if (m < 0 || m >= ndim || bytes < -1 || times < 1) fail("a plan answer's reshard has a bad mesh dim, size or count", r.line);
+    check_attr_json(to_dims_form(e.at("from"), named, -1, r.line), -1, ndim, r.line);
+    check_attr_json(to_dims_form(e.at("to"), named, -1, r.line), -1, ndim, r.line);
+    auto& t = totals[e.at("phase").get<std::string>()][e.at("collective").get<std::string>()];
+    if (t.is_null()) t = {{"count", 0}, {"bytes", 0}};
+    const auto before = t["bytes"].get<std::int64_t>();
+    t["count"] = t["count"].get<std::int64_t>() + times;
+    t["bytes"] = before < 0 || bytes < 0 ? -1 : before + bytes * times;
+  }
+  if (totals != response.at("totals")) fail("a plan answer's totals are not its reshards' sums", r.line);
+  if (response.contains("cost")) {
+    const json& c = response.at("cost");
+    const json& m = c.at("memory");
+    const auto get = [](const json& v, const char* k) { return v.at(k).get<std::int64_t>(); };
+    const std::int64_t persistent = get(m, "parameters") + get(m, "gradients") + get(m, "optimizer_states");
+    if (get(m, "parameters") < 0 || get(m, "gradients") < 0 || get(m, "optimizer_states") < 0 ||
+        get(m, "activations") < 0 || get(m, "peak") < persistent)
+      fail("a plan answer's memory is negative, or its peak below the persistent memory", r.line);
+    const json& f = c.at("flops");
+    if (get(f, "model") != get(f, "forward") + get(f, "backward") || get(f, "hardware") < get(f, "model") ||
+        get(f, "recompute") < 0)
+      fail("a plan answer's FLOPs do not add up", r.line);
+    const double step = c.at("step_seconds").get<double>(), overlapped = c.at("overlapped_step_seconds").get<double>();
+    const double mfu = c.at("mfu").get<double>();
+    if (!(overlapped >= 0 && step >= overlapped && mfu >= 0 && mfu <= 1 + 1e-9))
+      fail("a plan answer's times or MFU are out of range", r.line);
+    for (const auto& [ph, kinds] : c.at("collectives").items())
+      for (const auto& [kind, t] : kinds.items()) {
+        std::int64_t count = 0, bytes = 0;
+        for (const auto& d : t.at("mesh_dims")) {
+          if (d.at("mesh_dim").get<std::int64_t>() >= ndim) fail("a cost counts a collective on no mesh dim", r.line);
+          count += d.at("count").get<std::int64_t>();
+          bytes += d.at("bytes").get<std::int64_t>();
+        }
+        if (count != t.at("count").get<std::int64_t>() || bytes != t.at("bytes").get<std::int64_t>())
+          fail("a cost's mesh dims do not add up to its totals", r.line);
+      }
+  }
+  const bool want_svg = request.contains("svg") && request.at("svg") == true;
+  if (want_svg != response.contains("svg")) fail("a picture asked for and not given, or given unasked", r.line);
+  if (want_svg && (!response.at("svg").is_string() || !well_formed_svg(response.at("svg").get_ref<const std::string&>())))
+    fail("a plan answer's picture is not well formed", r.line);
+  // The same request, the same answer.
+  if (ctspmd_infer::handle(line).line != r.line) fail("a plan request answered twice differently", r.line);
+}
+
+/// A plan request decoded from the bytes: a mesh; operators (rules, operand counts and
+/// attributes as in (b)) whose inputs are earlier tensors, new tensors (often annotated,
+/// sometimes parameters), or rarely dangling names and indices; outputs of the ranks the rule
+/// infers, with input-like or unknown sizes; sometimes a repeated block, a training step, a
+/// cluster and a picture.
+json decode_plan(FuzzedDataProvider& fdp) {
+  json plan;
+  const auto mesh = decode_mesh(fdp);
+  plan["mesh"] = mesh;
+  if (fdp.ConsumeBool()) {
+    static constexpr const char* names[] = {"dp", "mp", "pp", "cp", "ep"};
+    json list = json::array();
+    for (std::size_t m = 0; m < mesh.size(); ++m) list.push_back(m < std::size(names) ? names[m] : "x");
+    if (rare(fdp, 16)) list.push_back(rare(fdp, 2) ? "dp" : "1bad");
+    plan["mesh_names"] = list;
+  }
+  if (fdp.ConsumeBool()) plan["semantics"] = fdp.ConsumeBool() ? "phi" : "fluid";
+  json tensors = json::array(), operators = json::array();
+  std::vector<std::vector<std::int64_t>> shapes;
+  const auto declare = [&](const raw_operand& o, bool annotate) {
+    json t = {{"name", "t" + std::to_string(shapes.size())}, {"shape", o.shape}};
+    if (annotate) {
+      const json j = operand_json(o);
+      for (const char* k : {"dims_mapping", "partial", "partial_reduce"})
+        if (j.contains(k)) t[k] = j.at(k);
+    }
+    if (rare(fdp, 4)) t["parameter"] = true;
+    if (rare(fdp, 8)) t["dtype"] = rare(fdp, 4) ? "complex7" : "bfloat16";
+    if (rare(fdp, 64)) t["placements"] = fdp.ConsumeRandomLengthString(20);
+    tensors.push_back(t);
+    shapes.push_back(o.shape);
+    return t.at("name");
+  };
+  const std::size_t n_ops = fdp.ConsumeIntegralInRange<std::size_t>(1, 8);
+  for (std::size_t i = 0; i < n_ops; ++i) {
+    raw_call call;
+    call.mesh = mesh;
+    const rt::rule_entry* entry = decode_op(fdp, call);
+    const auto [usual_in, usual_out] = usual_counts(fdp, call.op);
+    json op = {{"op", call.op}, {"inputs", json::array()}, {"outputs", json::array()}};
+    const std::size_t n_in = decode_count(fdp, usual_in);
+    for (std::size_t k = 0; k < n_in; ++k) {
+      const int how = fdp.ConsumeIntegralInRange<int>(0, 15);
+      if (how < 6 && !shapes.empty()) {  // an earlier tensor, by name or (rarely) by index
+        const std::size_t t = fdp.ConsumeIntegralInRange<std::size_t>(0, shapes.size() - 1);
+        op["inputs"].push_back(rare(fdp, 8) ? json(t) : json("t" + std::to_string(t)));
+        raw_operand o;
+        o.shape = shapes[t];
+        call.inputs.push_back(o);
+      } else if (how == 15) {  // dangling
+        op["inputs"].push_back(rare(fdp, 2) ? json(shapes.size() + 7) : json("nowhere"));
+      } else {
+        const std::vector<std::int64_t>* previous = call.inputs.empty() ? nullptr : &call.inputs.back().shape;
+        raw_operand o = decode_operand(fdp, mesh.size(), previous);
+        o.other_mesh.reset();
+        op["inputs"].push_back(declare(o, how < 13));
+        call.inputs.push_back(o);
+      }
+    }
+    decode_attrs(fdp, entry, call);
+    op["attrs"] = describe(call).at("attrs");
+    // The output ranks the rule infers on replicated inputs, if it can.
+    std::vector<std::size_t> ranks;
+    try {
+      const ctspmd::process_mesh pm(to_shape(mesh));
+      std::vector<ctspmd::dist_tensor_spec> in;
+      for (const auto& o : call.inputs) {
+        raw_operand replicated;
+        replicated.shape = o.shape;
+        replicated.has_mapping = false;
+        in.push_back(make_spec(replicated, pm));
+      }
+      for (const auto& a : rt::infer_forward(call.op, in, call.attrs).outputs) ranks.push_back(a.rank());
+    } catch (const ctspmd::spmd_error&) {
+      for (std::size_t k = decode_count(fdp, usual_out); k > 0; --k) ranks.push_back(fdp.ConsumeIntegralInRange<std::size_t>(0, 4));
+    }
+    for (const auto rank : ranks) {
+      raw_operand o;
+      const auto& x = call.inputs.empty() ? std::vector<std::int64_t>{} : call.inputs.front().shape;
+      const int how = fdp.ConsumeIntegralInRange<int>(0, 3);
+      for (std::size_t d = 0; d < rank; ++d)
+        o.shape.push_back(how == 3 ? -1 : how == 2 ? tensor_size(fdp) : d + x.size() >= rank ? x[d + x.size() - rank] : -1);
+      if (rare(fdp, 4)) decode_layout(fdp, o, mesh.size(), nullptr);
+      o.other_mesh.reset();
+      op["outputs"].push_back(declare(o, rare(fdp, 4)));
+    }
+    if (fdp.ConsumeBool()) op["label"] = rare(fdp, 8) ? fdp.ConsumeRandomLengthString(12) : "op" + std::to_string(i);
+    if (rare(fdp, 8)) op["recomputable"] = true;
+    if (rare(fdp, 64)) op["bogus"] = 1;
+    operators.push_back(op);
+    // Sometimes a repeated block of one elementwise operator over the last tensor.
+    if (!shapes.empty() && rare(fdp, 8)) {
+      const std::size_t t = shapes.size() - 1;
+      const std::string out = "t" + std::to_string(shapes.size());
+      json block = {{"count", fdp.ConsumeIntegralInRange<std::int64_t>(rare(fdp, 16) ? -1 : 1, 4)},
+                    {"source", "t" + std::to_string(t)},
+                    {"input", "in"},
+                    {"tensors", json::array({{{"name", out}, {"shape", shapes[t]}}})},
+                    {"operators", json::array({{{"op", rare(fdp, 4) ? "scale" : "relu"}, {"inputs", {"in"}}, {"outputs", {out}}}})},
+                    {"output", out}};
+      operators.push_back({{"repeat", block}});
+      shapes.push_back(shapes[t]);  // the block's output keeps its name after it
+    }
+  }
+  plan["tensors"] = tensors;
+  plan["operators"] = operators;
+  if (!shapes.empty() && fdp.ConsumeBool()) {
+    json training = {{"loss", "t" + std::to_string(shapes.size() - 1)}};
+    if (fdp.ConsumeBool()) training["shard_optimizer_states_on"] = rare(fdp, 4) ? json("dp") : json(fdp.ConsumeIntegralInRange<int>(-1, 3));
+    if (fdp.ConsumeBool()) training["zero_stage"] = fdp.ConsumeIntegralInRange<int>(0, 4);
+    if (fdp.ConsumeBool()) training["recompute"] = pick(fdp, {"none", "selective", "full", "most"});
+    if (rare(fdp, 4)) training["gradient_element_bytes"] = fdp.ConsumeIntegralInRange<int>(-1, 8);
+    if (rare(fdp, 4)) training["master_weights"] = true;
+    if (rare(fdp, 4)) training["keep_gathered_inputs"] = true;
+    plan["training"] = training;
+  }
+  if (rare(fdp, 4)) {
+    if (fdp.ConsumeBool()) {
+      plan["cluster"] = "h100";
+    } else {
+      json links = json::array();
+      for (std::size_t m = 0; m < mesh.size() + (rare(fdp, 8) ? 1 : 0); ++m)
+        links.push_back({{"bandwidth", rare(fdp, 8) ? 0.0 : 1e10}, {"latency", 1e-6}});
+      plan["cluster"] = {{"links", links}, {"peak_flops", rare(fdp, 8) ? -1.0 : 1e15},
+                         {"compute_efficiency", rare(fdp, 8) ? 1.5 : 0.5}};
+    }
+  }
+  json request = {{"plan", plan}};
+  if (fdp.ConsumeBool()) request["svg"] = rare(fdp, 16) ? json("yes") : json(true);
+  return request;
+}
+
+void fuzz_plan(FuzzedDataProvider& fdp) {
+  const std::string line = decode_plan(fdp).dump(-1, ' ', false, json::error_handler_t::replace);  // random text: not UTF-8
+  current_call = line;
+  check_plan_response(line, ctspmd_infer::handle(line));
+}
+
+
 }  // namespace
+
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -1003,5 +1283,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const raw_call call = decode_call(fdp);
   const direct_outcome direct = call_direct(call);
   compare_with_tool(call, direct, fdp);
+
+  FuzzedDataProvider plan_fdp(data, size);  // the same bytes, read as a plan
+  fuzz_plan(plan_fdp);
   return 0;
 }
