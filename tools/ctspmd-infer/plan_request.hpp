@@ -285,7 +285,8 @@ class plan_reader {
     std::string_view op, label;
     bool recomputable = false;
     at(w, [&] {
-      check_fields(v, w, {"op", "inputs", "outputs", "attrs", "label", "recomputable"});
+      // The name first, so that every later error names the operator.
+      if (!v.is_object()) bad_request(w + " must be an object");
       if (!v.contains("op") || !v.at("op").is_string()) bad_request(w + " needs \"op\", an operator name");
       op = v.at("op").get_ref<const std::string&>();
       details["rule"] = op;
@@ -295,6 +296,7 @@ class plan_reader {
         label = v.at("label").get_ref<const std::string&>();
         if (!label.empty()) details["name"] = label;
       }
+      check_fields(v, w, {"op", "inputs", "outputs", "attrs", "label", "recomputable"});
       if (v.contains("recomputable")) {
         if (!v.at("recomputable").is_boolean()) bad_request(w + ".recomputable must be true or false");
         recomputable = v.at("recomputable").get<bool>();
