@@ -1047,6 +1047,8 @@ bool well_formed_svg(std::string_view svg) {
   return open.empty();
 }
 
+constexpr auto sat_sum = ctspmd::detail::saturating_sum;  // the library's sums of sizes saturate
+
 /// Checks `r`, the answer to plan request `line` (a JSON object with "plan").
 void check_plan_response(std::string_view line, const ctspmd_infer::response& r) {
   if (r.line.find('\n') != std::string::npos) fail("a plan answer spans several lines", r.line);
@@ -1096,19 +1098,19 @@ void check_plan_response(std::string_view line, const ctspmd_infer::response& r)
     if (t.is_null()) t = {{"count", 0}, {"bytes", 0}};
     const auto before = t["bytes"].get<std::int64_t>();
     t["count"] = t["count"].get<std::int64_t>() + times;
-    t["bytes"] = before < 0 || bytes < 0 ? -1 : before + bytes * times;
+    t["bytes"] = before < 0 || bytes < 0 ? -1 : sat_sum(before, ctspmd::detail::saturating_product(bytes, times));
   }
   if (totals != response.at("totals")) fail("a plan answer's totals are not its reshards' sums", r.line);
   if (response.contains("cost")) {
     const json& c = response.at("cost");
     const json& m = c.at("memory");
     const auto get = [](const json& v, const char* k) { return v.at(k).get<std::int64_t>(); };
-    const std::int64_t persistent = get(m, "parameters") + get(m, "gradients") + get(m, "optimizer_states");
+    const std::int64_t persistent = sat_sum(sat_sum(get(m, "parameters"), get(m, "gradients")), get(m, "optimizer_states"));
     if (get(m, "parameters") < 0 || get(m, "gradients") < 0 || get(m, "optimizer_states") < 0 ||
         get(m, "activations") < 0 || get(m, "peak") < persistent)
       fail("a plan answer's memory is negative, or its peak below the persistent memory", r.line);
     const json& f = c.at("flops");
-    if (get(f, "model") != get(f, "forward") + get(f, "backward") || get(f, "hardware") < get(f, "model") ||
+    if (get(f, "model") != sat_sum(get(f, "forward"), get(f, "backward")) || get(f, "hardware") < get(f, "model") ||
         get(f, "recompute") < 0)
       fail("a plan answer's FLOPs do not add up", r.line);
     const double step = c.at("step_seconds").get<double>(), overlapped = c.at("overlapped_step_seconds").get<double>();
@@ -1121,7 +1123,7 @@ void check_plan_response(std::string_view line, const ctspmd_infer::response& r)
         for (const auto& d : t.at("mesh_dims")) {
           if (d.at("mesh_dim").get<std::int64_t>() >= ndim) fail("a cost counts a collective on no mesh dim", r.line);
           count += d.at("count").get<std::int64_t>();
-          bytes += d.at("bytes").get<std::int64_t>();
+          bytes = sat_sum(bytes, d.at("bytes").get<std::int64_t>());
         }
         if (count != t.at("count").get<std::int64_t>() || bytes != t.at("bytes").get<std::int64_t>())
           fail("a cost's mesh dims do not add up to its totals", r.line);

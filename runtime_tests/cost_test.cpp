@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <memory>
 
 #include "../examples/llama/llama_plan.hpp"
@@ -37,6 +38,24 @@ void check_same_cost(const model::step_cost& a, const model::step_cost& b) {
   }
   CHECK(a.recompute_flops() == b.recompute_flops());
   CHECK(a.step_seconds() == doctest::Approx(b.step_seconds()));
+}
+
+// Every figure of two costs of the same step, exactly (a resumed cost against one at once).
+void check_identical_cost(const model::step_cost& a, const model::step_cost& b) {
+  check_same_cost(a, b);
+  CHECK(a.memory().peak_op == b.memory().peak_op);
+  CHECK(a.memory().peak_phase == b.memory().peak_phase);
+  for (std::size_t k = 0; k < model::max_blocks; ++k) CHECK(a.kept_in_block(k) == b.kept_in_block(k));
+  for (auto ph : {phase::forward, phase::backward, phase::optimizer})
+    for (std::size_t k = 0; k < model::collective_count; ++k)
+      for (std::int64_t m = 0; m < static_cast<std::int64_t>(max_mesh_ndim); ++m) {
+        const auto x = a.collectives(ph, static_cast<collective>(k), m), y = b.collectives(ph, static_cast<collective>(k), m);
+        CHECK(x.count == y.count);
+        CHECK(x.bytes == y.bytes);
+        CHECK(x.seconds == y.seconds);
+      }
+  CHECK(a.step_seconds() == b.step_seconds());
+  CHECK(a.overlapped_step_seconds() == b.overlapped_step_seconds());
 }
 
 // A GPT layer as Korthikanti et al. write it (see static_tests/model/cost_test.cpp), small, on
@@ -199,7 +218,7 @@ TEST_CASE("a cost resumed part by part is the cost computed at once (verified_co
       }
       CHECK(parts <= bound);
       if (budget == 1) CHECK(parts >= step->tensor_count());  // one item a part: the tensors loop alone has as many
-      check_same_cost(k->result(model::h100_cluster(step->mesh())), once);
+      check_identical_cost(k->result(model::h100_cluster(step->mesh())), once);
     }
   }
   // An unfinished cost has no result.
@@ -222,6 +241,24 @@ TEST_CASE("cost errors are spmd_errors naming what is wrong") {
   c = model::h100_cluster(step->mesh());
   c.communication_efficiency = 1.5;
   check_error([&] { (void)model::cost(*step, r, c); }, error_kind::invalid_argument, "efficiencies are fractions");
+  c = model::h100_cluster(step->mesh());
+  c.peak_flops = 1e-320;  // positive, but the compute time is no double
+  check_error([&] { (void)model::cost(*step, r, c); }, error_kind::invalid_argument, "the step's time overflows");
+  c = model::h100_cluster(step->mesh());
+  c.links[0].bandwidth = 1e-320;
+  check_error([&] { (void)model::cost(*step, r, c); }, error_kind::invalid_argument, "the step's time overflows");
+  // Huge sizes saturate at int64's largest value rather than overflow.
+  {
+    constexpr std::int64_t G = std::int64_t{1} << 30;
+    model::plan<8, 4> h(process_mesh({2}));
+    auto hx = h.tensor("x", {G, G}, {0, -1}), hw = h.tensor("w", {G, G}), hy = h.tensor("y", {G, G});
+    h.op<"matmul">({hx, hw}, {hy});
+    const auto hr = model::propagate(h);
+    const auto hc = model::cost(h, hr);
+    CHECK(hc.flops(phase::forward) == std::numeric_limits<std::int64_t>::max());
+    CHECK(hc.model_flops() == std::numeric_limits<std::int64_t>::max());
+    CHECK(hc.hardware_flops() == std::numeric_limits<std::int64_t>::max());
+  }
   // A size unknown until run time.
   model::plan<8, 4> p(process_mesh({2}));
   auto x = p.tensor("x", {-1, 8}, {0, -1});

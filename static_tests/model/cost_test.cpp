@@ -345,11 +345,22 @@ static_assert(!constant_evaluates<[] {
   return model::cost(small::step, small::r, model::cluster{{model::link{1e9, 0}, model::link{1e9, 0}}, 1e12, 2}).mfu();
 }>);
 // verified_cost: the same report as `cost`, over as many constant expressions as the step needs
-// (resuming the cost part by part is tested at run time, with parts of every size).
+// (resuming the cost part by part is tested at run time, with parts of every size; here parts
+// of a small budget force many constant expressions).
 constexpr auto small_parts = model::verified_cost<small::make_step>(small::fabric);
 static_assert(small_parts.flops(phase::backward) == small::c.flops(phase::backward) &&
               small_parts.memory().peak == small::c.memory().peak &&
               small_parts.step_seconds() == small::c.step_seconds());
+constexpr std::size_t small_reshards = model::default_max_reshards(std::remove_cvref_t<decltype(small::step)>::max_ops);
+static_assert(model::detail::cost_parts<small::make_step, model::propagate_options{}, small_reshards, 500> > 10);
+constexpr auto small_many_parts =
+    model::detail::finished_cost<small::make_step, model::propagate_options{}, small_reshards, 500>().result(small::fabric);
+static_assert(small_many_parts.flops(phase::backward) == small::c.flops(phase::backward) &&
+              small_many_parts.memory().peak == small::c.memory().peak &&
+              small_many_parts.memory().peak_op == small::c.memory().peak_op &&
+              small_many_parts.collectives(phase::optimizer, collective::all_reduce, 0).bytes ==
+                  small::c.collectives(phase::optimizer, collective::all_reduce, 0).bytes &&
+              small_many_parts.step_seconds() == small::c.step_seconds());
 constexpr auto sel_parts = model::verified_cost<gpt::make_step<8, true, model::recompute::selective>>();
 static_assert(sel_parts.memory().activations == sel_cost.memory().activations &&
               sel_parts.memory().peak == sel_cost.memory().peak &&

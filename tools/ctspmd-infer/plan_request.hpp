@@ -131,7 +131,9 @@ json report_json(const Plan& p, const Propagation& r, const ctspmd::named_mesh& 
     if (total.is_null()) total = {{"count", 0}, {"bytes", 0}};
     const auto times = static_cast<std::int64_t>(s.times), before = total["bytes"].get<std::int64_t>();
     total["count"] = total["count"].get<std::int64_t>() + times;
-    total["bytes"] = before < 0 || s.bytes < 0 ? -1 : before + s.bytes * times;  // -1: a size is unknown
+    total["bytes"] = before < 0 || s.bytes < 0
+                         ? -1  // a size is unknown
+                         : ctspmd::detail::saturating_sum(before, ctspmd::detail::saturating_product(s.bytes, times));
   }
   return {{"tensors", tensors}, {"reshards", reshards}, {"totals", totals}};
 }
@@ -452,11 +454,9 @@ inline json verify_plan(const json& request) { return plan_reader(request).verif
 /// its picture (svg_report.hpp) as the answer's "svg", a string.
 inline json verify_plan_request(const json& request) {
   check_fields(request, "the request", {"plan", "svg"});
+  if (request.contains("svg") && !request.at("svg").is_boolean()) bad_request("\"svg\" must be true or false");
   json answer = verify_plan(request.at("plan"));
-  if (request.contains("svg")) {
-    if (!request.at("svg").is_boolean()) bad_request("\"svg\" must be true or false");
-    if (request.at("svg").get<bool>()) answer["svg"] = svg_report(request.at("plan"), answer);
-  }
+  if (request.contains("svg") && request.at("svg").get<bool>()) answer["svg"] = svg_report(request.at("plan"), answer);
   return answer;
 }
 

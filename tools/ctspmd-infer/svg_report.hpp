@@ -26,7 +26,15 @@ namespace svg {
 
 inline std::string escape(std::string_view text) {
   std::string out;
-  for (const char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    // Nor U+FFFE and U+FFFF (UTF-8 EF BF BE, EF BF BF).
+    if (static_cast<unsigned char>(c) == 0xef && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xbf &&
+        (static_cast<unsigned char>(text[i + 2]) == 0xbe || static_cast<unsigned char>(text[i + 2]) == 0xbf)) {
+      out += '?';
+      i += 2;
+      continue;
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include <ctspmd/core/error.hpp>
+#include <ctspmd/core/saturating.hpp>
 #include <ctspmd/dist/mesh_dim_list.hpp>
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
@@ -65,11 +66,6 @@ constexpr std::int64_t broadcast_size(std::int64_t a, std::int64_t b) noexcept {
   if (a == -1) return b == 1 ? -1 : b;
   if (b == -1) return a == 1 ? -1 : a;
   return a > b ? a : b;
-}
-
-/// a * b for a, b >= 0, or int64's largest value if that overflows (costs compare, huge or not).
-constexpr std::int64_t saturating_product(std::int64_t a, std::int64_t b) noexcept {
-  return b != 0 && a > std::numeric_limits<std::int64_t>::max() / b ? std::numeric_limits<std::int64_t>::max() : a * b;
 }
 
 /// True if `list` splits an axis of `size` (-1: unknown, divisible by anything) evenly.

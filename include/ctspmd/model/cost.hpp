@@ -75,6 +75,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include <ctspmd/core/error.hpp>
@@ -121,7 +122,9 @@ struct memory_report {
   std::int64_t peak = 0;         ///< persistent + the largest live transients
   std::size_t peak_op = 0;       ///< the operator where the peak falls
   model::phase peak_phase = model::phase::forward;
-  constexpr std::int64_t persistent() const noexcept { return parameters + gradients + optimizer_states; }
+  constexpr std::int64_t persistent() const noexcept {
+    return detail::saturating_sum(detail::saturating_sum(parameters, gradients), optimizer_states);
+  }
 };
 
 /// A tensor kept from forward for backward: `bytes` per copy, `copies` (one per run of its block).
@@ -177,9 +180,11 @@ class step_cost {
   /// `recompute_flops`, excluded).
   constexpr std::int64_t flops(phase ph) const noexcept { return flops_[static_cast<std::size_t>(ph)]; }
   constexpr std::int64_t recompute_flops() const noexcept { return recompute_flops_; }
-  constexpr std::int64_t model_flops() const noexcept { return flops(phase::forward) + flops(phase::backward); }
+  constexpr std::int64_t model_flops() const noexcept {
+    return detail::saturating_sum(flops(phase::forward), flops(phase::backward));
+  }
   constexpr std::int64_t hardware_flops() const noexcept {
-    return model_flops() + recompute_flops_ + flops(phase::optimizer);
+    return detail::saturating_sum(detail::saturating_sum(model_flops(), recompute_flops_), flops(phase::optimizer));
   }
 
   /// The collectives of phase `ph` and `kind` (on mesh dim `m`, or all).
@@ -192,7 +197,7 @@ class step_cost {
     collective_total t;
     for (const auto& e : table_[static_cast<std::size_t>(ph)][static_cast<std::size_t>(kind)]) {
       t.count += e.count;
-      t.bytes += e.bytes;
+      t.bytes = detail::saturating_sum(t.bytes, e.bytes);
       t.seconds += e.seconds;
     }
     return t;
@@ -260,7 +265,8 @@ class coster {
         mirror_[static_cast<size_t>(f)] = static_cast<std::int8_t>(b);
   }
 
-  /// Runs loop items worth about `budget` constant-evaluation steps (at least one item).
+  /// Runs loop items worth about `budget` constant-evaluation steps (at least one item if
+  /// `budget` > 0).
   constexpr void resume(std::size_t budget) {
     while (loop_ != done && budget > 0) {
       const size_t n = length(loop_, p_, r_), w = weight(loop_);
@@ -385,12 +391,12 @@ class coster {
       if (info.shape[d] < 0)
         raise(make_error(error_kind::invalid_argument, "cost",
                          "tensor {} has a size unknown until run time at dim {}: costs need every size", t, d));
-    for (size_t d = 0; d < info.shape.size(); ++d) n *= info.shape[d];
+    for (size_t d = 0; d < info.shape.size(); ++d) n = saturating_product(n, info.shape[d]);
     for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m) {  // evenly split dims: one division
       const auto d = a.sharded_tensor_dim(m);
       if (d < 0 || info.shape[static_cast<size_t>(d)] % parts(a, static_cast<size_t>(d)) == 0) continue;
       n = 1;  // an uneven split: the largest part, dim by dim
-      for (size_t k = 0; k < info.shape.size(); ++k) n *= local_size(a, info.shape, k);
+      for (size_t k = 0; k < info.shape.size(); ++k) n = saturating_product(n, local_size(a, info.shape, k));
       return n;
     }
     for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)
@@ -409,7 +415,7 @@ class coster {
     flags_[t] = persistent || info.role == tensor_role::first_run_layout ? excluded : 0;
     bytes_[t] = info.shape.empty() || info.role == tensor_role::first_run_layout
                     ? 0
-                    : local_elements(t) * info.element_bytes;
+                    : saturating_product(local_elements(t), info.element_bytes);
   }
 
   // ---- persistent memory: parameters, their gradients, optimizer states ----
@@ -429,17 +435,19 @@ class coster {
     const std::int64_t times = runs(i);
     const std::int64_t shard = local_elements(moment);  // elements of the state's layout
     const std::int64_t whole = local_elements(param);
-    m.gradients += times * (stage >= 2 ? shard : whole) * p_.tensor_at(op.inputs[1]).element_bytes;
-    std::int64_t states = bytes_[op.inputs[3]] + bytes_[op.inputs[4]];
-    if (op.inputs.size() > 8) states += bytes_[op.inputs[8]];
-    m.optimizer_states += times * states;
+    m.gradients = saturating_sum(m.gradients, saturating_product(times, saturating_product(stage >= 2 ? shard : whole,
+                                                                 p_.tensor_at(op.inputs[1]).element_bytes)));
+    std::int64_t states = saturating_sum(bytes_[op.inputs[3]], bytes_[op.inputs[4]]);
+    if (op.inputs.size() > 8) states = saturating_sum(states, bytes_[op.inputs[8]]);
+    m.optimizer_states = saturating_sum(m.optimizer_states, saturating_product(times, states));
   }
   constexpr void parameter(size_t t) {
     const auto& info = p_.tensor_at(t);
     if (!info.trainable) return;
     const std::int64_t elements =
         options_.stage() == 3 && state_[t] != 0xffff ? local_elements(t, r_.attr({state_[t]})) : local_elements(t);
-    out_.memory_.parameters += declared_runs(t) * elements * info.element_bytes;
+    out_.memory_.parameters = saturating_sum(
+        out_.memory_.parameters, saturating_product(declared_runs(t), saturating_product(elements, info.element_bytes)));
   }
   /// Runs of the block whose body declares tensor t (1 outside blocks).
   constexpr std::int64_t declared_runs(size_t t) const {
@@ -545,7 +553,7 @@ class coster {
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const auto t = op.inputs[k];
       if (stage3 && p_.tensor_at(t).trainable) {  // ZeRO-3: the gathered parameter, while in use
-        delta_[i] += bytes_[t];
+        delta_[i] = saturating_sum(delta_[i], bytes_[t]);
         delta_[i + 1] -= bytes_[t];
       }
       const auto c = canon_[t];
@@ -555,7 +563,7 @@ class coster {
     }
   }
   constexpr void live(std::int32_t from, std::int32_t to, std::int64_t bytes) {
-    delta_[static_cast<size_t>(from)] += bytes;
+    delta_[static_cast<size_t>(from)] = saturating_sum(delta_[static_cast<size_t>(from)], bytes);
     delta_[static_cast<size_t>(to) + 1] -= bytes;
   }
   constexpr void lifetime(size_t c) {
@@ -592,17 +600,18 @@ class coster {
       const auto& b = p_.block_at(static_cast<size_t>(mirror_[static_cast<size_t>(fb)]));
       if (copies > 1)
         live(static_cast<std::int32_t>(f.first_op), static_cast<std::int32_t>(b.end_op) - 1,
-             static_cast<std::int64_t>(copies - 1) * w);
+             saturating_product(static_cast<std::int64_t>(copies - 1), w));
     }
     if (copies == 0) return;
     live(start, last_bwd_[c], w);
     flags_[c] |= is_kept;
-    m.activations += static_cast<std::int64_t>(copies) * w;
-    if (fb >= 0) out_.kept_in_block_[static_cast<size_t>(fb)] += static_cast<std::int64_t>(copies) * w;
+    const std::int64_t kept = saturating_product(static_cast<std::int64_t>(copies), w);
+    m.activations = saturating_sum(m.activations, kept);
+    if (fb >= 0) out_.kept_in_block_[static_cast<size_t>(fb)] = saturating_sum(out_.kept_in_block_[static_cast<size_t>(fb)], kept);
     if (kept_ != nullptr) kept_->push_back({c, w, copies, fb});
   }
   constexpr void peak(size_t i) {
-    now_ += delta_[i];
+    now_ = saturating_sum(now_, delta_[i]);
     if (now_ > top_) {
       top_ = now_;
       out_.memory_.peak_op = i;
@@ -611,7 +620,7 @@ class coster {
   constexpr void finish_peak() {
     auto& m = out_.memory_;
     m.peak_phase = p_.op_count() > 0 ? p_.op_at(m.peak_op).phase : phase::forward;
-    m.peak = m.persistent() + (top_ > 0 ? top_ : 0);
+    m.peak = saturating_sum(m.persistent(), top_ > 0 ? top_ : 0);
   }
 
   // ---- collectives ----
@@ -621,7 +630,7 @@ class coster {
   constexpr void add(phase ph, collective k, std::int64_t m, std::int64_t times, std::int64_t bytes) {
     auto& e = out_.table_[static_cast<size_t>(ph)][static_cast<size_t>(k)][static_cast<size_t>(m)];
     e.count += static_cast<size_t>(times);
-    e.bytes += times * bytes;
+    e.bytes = saturating_sum(e.bytes, saturating_product(times, bytes));
   }
   constexpr void reshard_sends(size_t e) {
     const bool stage3 = options_.stage() == 3;
@@ -643,10 +652,11 @@ class coster {
       // max, target logit and sum over the vocabulary: a float per token
       const auto logits = op.inputs[0];
       const auto& a = r_.attr({logits});
-      const std::int64_t tokens = local_elements(op.outputs[1]) * 4;
+      const std::int64_t tokens = saturating_product(local_elements(op.outputs[1]), 4);
       for (auto m : a.mesh_dims_of(p_.tensor_at(logits).shape.size() - 1)) {
         const std::int64_t n = a.process_mesh().dim_size(m);
-        add(phase::forward, collective::all_reduce, m, 3 * runs(i), 2 * (n - 1) * tokens / n);
+        const std::int64_t twice = saturating_product(2, tokens);  // 2 (n - 1) tokens / n, without overflow
+        add(phase::forward, collective::all_reduce, m, 3 * runs(i), twice - (twice / n + (twice % n != 0)));
       }
     }
     if (stage3 && op.phase == phase::optimizer && kind_[i] == kind::adamw) {
@@ -656,7 +666,8 @@ class coster {
       const auto dp = options_.shard_optimizer_states_on;
       if (!r_.attr({moment}).shards(dp)) return;
       const std::int64_t n = p_.mesh().dim_size(dp);
-      const std::int64_t bytes = (n - 1) * local_elements(param, r_.attr({moment})) * p_.tensor_at(param).element_bytes;
+      const std::int64_t bytes = saturating_product(
+          n - 1, saturating_product(local_elements(param, r_.attr({moment})), p_.tensor_at(param).element_bytes));
       add(phase::forward, collective::all_gather, dp, runs(i), bytes);
       add(phase::backward, collective::all_gather, dp, runs(i), bytes);
     }
@@ -690,30 +701,32 @@ class coster {
     if (k == kind::matmul || k == kind::matmul_grad) {  // 2 x (x's elements) x n
       const auto& a = op.attributes.template get<rules::matmul_attributes>();
       const bool vector = p_.tensor_at(op.inputs[1]).shape.size() < 2;
-      const std::int64_t f = 2 * input_elements(i, 0) * (vector ? 1 : input_dim(i, 1, a.trans_y ? -2 : -1));
-      return k == kind::matmul_grad ? 2 * f : f;
+      const std::int64_t f =
+          saturating_product(2 * input_elements(i, 0), vector ? 1 : input_dim(i, 1, a.trans_y ? -2 : -1));
+      return k == kind::matmul_grad ? saturating_product(2, f) : f;
     }
     if (k == kind::bmm || k == kind::bmm_grad) {
-      const std::int64_t f = 2 * input_elements(i, 0) * input_dim(i, 1, -1);
-      return k == kind::bmm_grad ? 2 * f : f;
+      const std::int64_t f = saturating_product(2 * input_elements(i, 0), input_dim(i, 1, -1));
+      return k == kind::bmm_grad ? saturating_product(2, f) : f;
     }
     if (k == kind::attention || k == kind::attention_grad) {  // 4 x (q's elements) x (k's length)
       const bool grad = k == kind::attention_grad;
       const bool causal = grad ? op.attributes.template get<rules::flash_attention_grad_attributes>().causal
                                : op.attributes.template get<rules::flash_attention_attributes>().causal;
-      const std::int64_t f = 4 * input_elements(i, 0) * input_dim(i, 1, 1) / (causal ? 2 : 1);
-      return grad ? 2 * f : f;
+      const std::int64_t f = saturating_product(4 * input_elements(i, 0), input_dim(i, 1, 1)) / (causal ? 2 : 1);
+      return grad ? saturating_product(2, f) : f;
     }
     if (k >= kind::assign) return 0;
     std::int64_t n = 0;
     for (auto t : op.outputs)
-      if (!p_.tensor_at(t).shape.empty()) n += local_elements(t);
+      if (!p_.tensor_at(t).shape.empty()) n = saturating_sum(n, local_elements(t));
     return n;
   }
   constexpr void count_flops(size_t i) {
-    const std::int64_t f = op_flops(i) * runs(i);
-    out_.flops_[static_cast<size_t>(p_.op_at(i).phase)] += f;
-    if (recomputed(i)) out_.recompute_flops_ += f;
+    const std::int64_t f = saturating_product(op_flops(i), runs(i));
+    auto& total = out_.flops_[static_cast<size_t>(p_.op_at(i).phase)];
+    total = saturating_sum(total, f);
+    if (recomputed(i)) out_.recompute_flops_ = saturating_sum(out_.recompute_flops_, f);
   }
 
   // ---- time ----
@@ -724,18 +737,24 @@ class coster {
         !(c.communication_efficiency > 0 && c.communication_efficiency <= 1))
       bad("efficiencies are fractions in (0, 1]");
     out.peak_flops_ = c.peak_flops;
+    const auto too_slow = [] {
+      raise(make_error(error_kind::invalid_argument, "cluster",
+                       "the step's time overflows a double: a peak FLOP/s, bandwidth or efficiency is too small"));
+    };
     out.compute_seconds_ = static_cast<double>(out.hardware_flops()) / (c.peak_flops * c.compute_efficiency);
+    if (!(out.compute_seconds_ <= std::numeric_limits<double>::max())) too_slow();
     for (size_t ph = 0; ph < phase_count; ++ph)
       for (size_t k = 0; k < collective_count; ++k)
         for (size_t m = 0; m < max_mesh_ndim; ++m) {
           auto& e = out.table_[ph][k][m];
           if (e.count == 0 || !sends(static_cast<collective>(k))) continue;
           const link& l = c.links[m];
-          if (!(l.bandwidth > 0) || l.latency < 0)
+          if (!(l.bandwidth > 0) || !(l.latency >= 0))
             raise(make_error(error_kind::invalid_argument, "cluster",
                              "mesh dim {} sends collectives, but its link has no bandwidth (or a negative latency)", m));
           e.seconds = static_cast<double>(e.count) * l.latency +
                       static_cast<double>(e.bytes) / (l.bandwidth * c.communication_efficiency);
+          if (!(e.seconds <= std::numeric_limits<double>::max())) too_slow();
         }
   }
 
@@ -849,7 +868,7 @@ constexpr step_cost cost(const plan<T, O>& step, const propagation<T, R>& r) {
 namespace detail {
 /// The budget (in `coster::weight`'s units) of one constant expression of `verified_cost`. The
 /// weights overestimate Clang's steps: the cost of a flat 80-operator training step weighs
-/// 1,176,000 and takes Clang 693,000 steps and GCC 2,200,000 operations. So a part stays well
+/// 1,176,000 and takes Clang 693,000 steps and GCC 2,200,000 operations. So a part stays
 /// within Clang's default limit of 1,048,576 steps and GCC's of 33,554,432 operations. GCC gets
 /// bigger parts: a split costs it memory (the flat 1,000-operator step's cost, 14,700,000: one
 /// part 245 MB, two 396 MB, nineteen 656 MB).
@@ -860,36 +879,39 @@ inline constexpr std::size_t cost_steps_per_part = 12000000;
 #endif
 
 /// The cost of the plan `verified<MakePlan, Options, MaxReshards>` propagates, after part `Part`
-/// of `verified_cost`: each part is its own constant expression.
-template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Part>
+/// of `verified_cost` (parts of `Budget` weight): each part is its own constant expression.
+template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Budget, std::size_t Part>
 inline constexpr auto cost_part = [] {
-  auto k = cost_part<MakePlan, Options, R, Part - 1>;
-  k.resume(cost_steps_per_part);
+  auto k = cost_part<MakePlan, Options, R, Budget, Part - 1>;
+  k.resume(Budget);
   return k;
 }();
-template <auto MakePlan, propagate_options Options, std::size_t R>
-inline constexpr auto cost_part<MakePlan, Options, R, 0> = [] {
+template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Budget>
+inline constexpr auto cost_part<MakePlan, Options, R, Budget, 0> = [] {
   constexpr auto& p = plan_value<MakePlan>;
   using plan_type = std::remove_cvref_t<decltype(p)>;
   coster<plan_type::max_tensors, plan_type::max_ops, R> k(p, finished_propagation<MakePlan, Options, R>());
-  k.resume(cost_steps_per_part);
+  k.resume(Budget);
   return k;
 }();
 /// The parts `verified_cost` takes (computed before them, so that a part that fails with an
 /// error does not lead to endless parts).
-template <auto MakePlan, propagate_options Options, std::size_t R>
+template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Budget>
 inline constexpr std::size_t cost_parts = [] {
   constexpr auto& p = plan_value<MakePlan>;
   using plan_type = std::remove_cvref_t<decltype(p)>;
   return coster<plan_type::max_tensors, plan_type::max_ops, R>::resumes(p, finished_propagation<MakePlan, Options, R>(),
-                                                                        cost_steps_per_part);
+                                                                        Budget);
 }();
-template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Part = 0>
+/// The finished cost (`Budget`: each part's weight; tests make it small to take many parts).
+template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Budget = cost_steps_per_part,
+          std::size_t Part = 0>
 constexpr const auto& finished_cost() {
-  if constexpr (Part + 1 < cost_parts<MakePlan, Options, R> && !cost_part<MakePlan, Options, R, Part>.finished())
-    return finished_cost<MakePlan, Options, R, Part + 1>();
+  if constexpr (Part + 1 < cost_parts<MakePlan, Options, R, Budget> &&
+                !cost_part<MakePlan, Options, R, Budget, Part>.finished())
+    return finished_cost<MakePlan, Options, R, Budget, Part + 1>();
   else
-    return cost_part<MakePlan, Options, R, Part>;
+    return cost_part<MakePlan, Options, R, Budget, Part>;
 }
 }  // namespace detail
 

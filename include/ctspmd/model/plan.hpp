@@ -30,6 +30,7 @@
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/fixed_string.hpp>
+#include <ctspmd/core/saturating.hpp>
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/dist_tensor_spec.hpp>
 #include <ctspmd/dist/named_mesh.hpp>
@@ -48,6 +49,8 @@ struct tensor_id {
 };
 
 namespace detail {
+using ctspmd::detail::saturating_product;
+using ctspmd::detail::saturating_sum;
 template <class... T>
 struct type_list {};
 template <class... T, class U>

@@ -314,7 +314,7 @@ class propagation {
       const auto& r = reshards_[i];
       if (!f(r)) continue;
       if (r.bytes < 0) return -1;
-      total += r.bytes * static_cast<std::int64_t>(r.times);
+      total = detail::saturating_sum(total, detail::saturating_product(r.bytes, static_cast<std::int64_t>(r.times)));
     }
     return total;
   }
@@ -399,16 +399,18 @@ constexpr std::int64_t reshard_bytes(collective c, const tensor_info& t, const t
   std::int64_t local = t.element_bytes;
   for (auto s : t.shape) {
     if (s < 0) return -1;
-    local *= s;
+    local = saturating_product(local, s);
   }
   for (std::int64_t m = 0; m < from.process_mesh().ndim(); ++m)  // every mesh dim that shards it
     if (from.sharded_tensor_dim(m) >= 0) local /= from.process_mesh().dim_size(m);
   const std::int64_t n = from.process_mesh().dim_size(mesh_dim);
+  // (n - 1) local / n, rounded down, as local - ceil(local / n): no overflow.
+  const auto sent = [n](std::int64_t x) { return x - (x / n + (x % n != 0)); };
   switch (c) {
-    case collective::all_reduce: return 2 * (n - 1) * local / n;
+    case collective::all_reduce: return sent(saturating_product(2, local));
     case collective::reduce_scatter:
-    case collective::all_to_all: return (n - 1) * local / n;
-    case collective::all_gather: return (n - 1) * local;
+    case collective::all_to_all: return sent(local);
+    case collective::all_gather: return saturating_product(n - 1, local);
     case collective::local_slice:
     case collective::local_partial: return 0;
   }
