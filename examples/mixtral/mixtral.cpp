@@ -1,21 +1,20 @@
 // A Mixtral-8x7B mixture-of-experts layer's training step, verified at compile time, with
-// expert parallelism: each ep rank holds one expert's weights, the batch is split over dp.
+// expert parallelism over all-to-alls: each ep rank holds one expert's weights, every device
+// its own sequence of tokens.
 //
 // The numbers, and where they come from (include/ctspmd/rules/moe.hpp):
-// - A token's capacity slot depends on every earlier token that chose the same expert, so the
-//   dispatch reads every token of the micro-batch and all router logits: forward, the tokens
-//   and the logits are all-gathered over dp (2 all-gathers).
-// - Each ep rank runs its expert on its slots (a local slice of the dispatched tokens, no
-//   communication), and the combine gathers the experts' rows by index: 1 all-gather over ep.
-//   So this plan sends no all-to-all: 0 per layer. (Systems that dispatch with all-to-alls give
-//   each rank its own capacity; ctspmd's dispatch rule keeps capacity global, as its kernel
-//   does.)
-// - Backward: the combine's grad reads the experts' rows as the combine read them (gathered:
-//   no second gather), the gradient of the experts' outputs sums each dp rank's tokens (1
-//   all-reduce over dp), and the dispatch's grad reads the dispatched tokens' gradient whole
-//   (1 all-gather over ep).
-// - Optimizer: the RMSNorm and router weights' gradients are all-reduced over dp (2); the
-//   experts see every token on every dp rank, so their gradients need no synchronisation.
+// - Each device dispatches its 4096 tokens into its own 1024 slots per expert: 8 x 1024 x 4096
+//   bf16 values, 64 MiB, enter the dispatch's output on each device. No gather: the router's
+//   logits and the tokens stay where they are.
+// - Forward, an all-to-all over ep sends each expert its slots (each device keeps 1/8 and sends
+//   7/8: 56 MiB), and another returns the experts' outputs (56 MiB): 2 all-to-alls a layer.
+// - Backward mirrors them: the gradient of the experts' output goes to the experts, the
+//   gradient of the dispatched tokens comes back: 2 all-to-alls, 56 MiB each.
+// - Optimizer (ZeRO-1 over dp): an expert's gradient sums the tokens of the devices that hold
+//   the expert, the dp ranks of its ep rank: reduce-scattered over dp, the updated shards
+//   all-gathered, for each of w1, w3, w2; the RMSNorm and router weights saw every device's
+//   tokens: all-reduced over ep, reduce-scattered and all-gathered over dp. A layer: 5
+//   reduce-scatters, 5 all-gathers, 2 all-reduces.
 // If the experts' first weight is split on the hidden dim instead of the expert dim, the step
 // does not compile (static_tests/fail/mixtral_experts_by_hidden.cpp).
 #include "mixtral_plan.hpp"
@@ -32,24 +31,26 @@ constexpr std::size_t L = mixtral::layers;
 
 constexpr auto& step = model::plan_of<mixtral::make_step<L>>;
 constexpr auto moe = model::verified<mixtral::make_step<L>>();
-static_assert(moe.expect_in_block(step, 0, phase::forward, collective::all_gather, 3 * L));
-static_assert(moe.count_in_block(0, phase::backward, collective::all_gather) == L);
-static_assert(moe.count_in_block(0, phase::backward, collective::all_reduce) == L);
+static_assert(moe.expect_in_block(step, 0, phase::forward, collective::all_to_all, 2 * L));
+static_assert(moe.count(phase::forward) == 2 * L);  // nothing else moves forward
+static_assert(moe.count_in_block(0, phase::backward, collective::all_to_all) == 2 * L);
 static_assert(moe.count(phase::backward) - moe.count(phase::backward, collective::local_slice) == 2 * L);
-static_assert(moe.expect_in_block(step, 0, phase::optimizer, collective::all_reduce, 2 * L));
-// No all-to-all anywhere in the step.
-static_assert(moe.count(phase::forward, collective::all_to_all) == 0 && moe.count(phase::backward, collective::all_to_all) == 0 &&
-              moe.count(phase::optimizer, collective::all_to_all) == 0);
-// Bytes: an all-gather over n devices sends (n - 1) x the local part. Forward: the tokens and
-// the logits (each dp rank holds half) and the experts' rows (each ep rank its expert's
-// capacity x hidden); backward: the dispatched tokens' gradient, as large as those rows.
-constexpr std::int64_t rows_bytes = (mixtral::ep - 1) * mixtral::capacity * mixtral::hidden * 2;
-constexpr std::int64_t token_bytes = (mixtral::dp - 1) * (mixtral::tokens / mixtral::dp) * mixtral::hidden * 2;
-constexpr std::int64_t logit_bytes = (mixtral::dp - 1) * (mixtral::tokens / mixtral::dp) * mixtral::experts * 2;
-static_assert(moe.bytes_in_block(0, phase::forward, collective::all_gather) == L * (token_bytes + logit_bytes + rows_bytes));
-static_assert(moe.bytes_in_block(0, phase::backward, collective::all_gather) == L * rows_bytes);
+static_assert(moe.count_in_block(0, phase::optimizer, collective::reduce_scatter) == 5 * L);
+static_assert(moe.count_in_block(0, phase::optimizer, collective::all_gather) == 5 * L);
+static_assert(moe.count_in_block(0, phase::optimizer, collective::all_reduce) == 2 * L);
+static_assert(moe.count(phase::forward, collective::all_gather) + moe.count(phase::backward, collective::all_gather) == 0);
+// Bytes: 64 MiB of dispatched tokens on each device; an all-to-all over ep's 8 devices sends
+// 7/8 of them.
+constexpr std::int64_t MiB = 1 << 20;
+constexpr std::int64_t dispatched_bytes = mixtral::experts * mixtral::slots_per_device * mixtral::hidden * 2;
+static_assert(dispatched_bytes == 64 * MiB);
+constexpr std::int64_t all_to_all_bytes = dispatched_bytes * (mixtral::ep - 1) / mixtral::ep;
+static_assert(all_to_all_bytes == 56 * MiB);
+static_assert(moe.bytes_in_block(0, phase::forward, collective::all_to_all) == 2 * L * all_to_all_bytes);
+static_assert(moe.bytes_in_block(0, phase::backward, collective::all_to_all) == 2 * L * all_to_all_bytes);
 
-// What the step costs each device, on H100 nodes (ep's 8 devices in a node, dp across).
+// What the step costs each device, on H100 nodes (ep's 8 devices in a node, dp across): with
+// ZeRO-1 the peak, in the backward pass of the last layer, is 69.4 GiB.
 constexpr auto moe_cost = model::cost(step, moe);
 // Each ep rank holds one expert's three weights whole (bf16), its shard of nothing else but the
 // replicated norm and router: the experts dominate.

@@ -12,42 +12,52 @@
 /// the divisibility drop). These rules exist only in phi. Output shapes (`output_shapes`) are
 /// those below; y's capacity dim is `capacity`, or -1 (unknown) when that is not positive.
 ///
+/// **Each device dispatches its own tokens** (Paddle's layouts, and Megatron's all-to-all
+/// dispatcher): the token dim may stay sharded, and each block of tokens is routed into its own
+/// capacity slots, as the kernel does on each device. In the global view a dim bound to the
+/// tokens holds the blocks in order: y's capacity dim C is the blocks' slots one after the other,
+/// so `capacity` counts an expert's slots over all P token blocks, and each block has C / P of
+/// them (⌈T·k·cf/E⌉ for its T tokens). Every size bound to the tokens (S, C of y or grad_y, R of
+/// combine's x) must divide into the P blocks: under phi the tokens' last mesh dim is dropped
+/// until each does (phi's divisibility rule); under fluid one that does not is InvalidArgument.
+/// The values
+/// of scatter_index are slots of the block (e · C/P + c), the kernel's; expert_offset [E] is a
+/// block's running count of filled slots, so the count over all tokens is their sum: it is
+/// partial (sum) on the tokens' mesh dims. Moving the slots to the device that holds their
+/// expert is a reshard of y from C to E, an all-to-all (in Paddle, a reshard of y to Shard(0)
+/// before the experts), and the experts' output comes back the same way.
+///
 /// moe_gate_dispatch (x [S,H], gate_logits [S,E]; k, capacity, use_pad) -> y [E,C,H],
 /// combine_weights [S,K], scatter_index [K,S], expert_offset [E], expert_id [S,K]: each token
 /// takes its top-k experts by gate_logits (combine_weights the chosen values, expert_id the
-/// experts) and gets, in each, the next free capacity slot (tokens in order, slot k-major);
-/// scatter_index is the slot (e * C + c) or -1 if the expert was full; y[e, c] is the token's
-/// row. phi labels x `sh`, gate `se`, y `esh`: it binds the capacity dim of y to the token axis
-/// (a sharded token axis shards y's capacity). That is wrong: a token's slot depends on how many
-/// earlier tokens, on every device, chose the same expert, so a device holding only its tokens
-/// cannot fill its block of slots. And a token's top-k reads all its
-/// experts' logits. So here: x `1h`, gate `11` (tokens and experts replicated: an all-gather
-/// where they were sharded), y `11h` (only the hidden dim stays sharded, as x's), and the other
-/// outputs replicated. Reverse (derived; phi has none): y's hidden dim goes to x, everything
-/// else replicated.
+/// experts) and gets, in each, the next free slot of its block (tokens in order, slot k-major);
+/// scatter_index is the slot or -1 if the expert was full; y[e, c] is the token's row. Labels
+/// x `sh`, gate `s1` (phi labels it `se` and lets a sharded expert dim through to y; but a
+/// token's top-k reads all its experts' logits, so here e is replicated), y `1sh`,
+/// combine_weights and expert_id `s1`, scatter_index `1s`, expert_offset `1` (partial, see
+/// above). The top-k dim is replicated, as phi does. Reverse (derived; phi has none): the
+/// outputs' token dims (y's capacity dim among them) and y's h merge to x and the gate.
 ///
 /// moe_gate_dispatch_grad (combine_weights, scatter_index, expert_id, grad_y,
 /// grad_combine_weights) -> x_grad [S,H], gate_logits_grad [S,E]: a token's x_grad row sums the
 /// grad_y rows of its slots, and its gate_logits_grad row scatters its grad_combine_weights to
-/// its experts. Each device can do that for its own tokens given the whole grad_y, so here the
-/// token axis may stay sharded: combine_weights, expert_id and grad_combine_weights `s1`,
-/// scatter_index `1s`, grad_y `11h`; x_grad `sh`, gate_logits_grad `s1`. (phi merges them all
-/// on `esh` / `sk`, binding capacity to tokens again.) The top-k dim is replicated, as phi does.
+/// its experts; each block of tokens reads its own slots. Labels combine_weights, expert_id and
+/// grad_combine_weights `s1`, scatter_index `1s`, grad_y `1sh`; x_grad `sh`, gate_logits_grad
+/// `s1`.
 ///
 /// moe_combine (x [R,H], combine_weights [S,K], scatter_index [S,K]) -> y [S,H]:
-/// y[s] = sum_k combine_weights[s,k] * x[scatter_index[s,k]]. x's rows are gathered by index, so
-/// they are replicated (phi labels x `sh`, binding its R = S*K rows to the tokens: wrong for the
-/// same reason); x `1h`, combine_weights and scatter_index `sk`, y `sh`. A sharded k makes each
-/// device sum only its slots: y is partial (sum) on k's mesh dims (phi hard-codes mesh dim 1 and
-/// unshards h; h may stay sharded, on another mesh dim than k). Reverse (derived): y's mapping
-/// to x's h and the tokens; k replicated.
+/// y[s] = sum_k combine_weights[s,k] * x[scatter_index[s,k]], the index a row of the token's
+/// block of x: x's rows are bound to the tokens (x `sh`, as phi), combine_weights and scatter_index `sk`, y `sh`. A sharded k makes each device sum
+/// only its slots: y is partial (sum) on k's mesh dims (phi hard-codes mesh dim 1 and unshards
+/// h; h may stay sharded, on another mesh dim than k). Reverse (derived): y's mapping to the
+/// tokens and x's h; k replicated.
 ///
 /// moe_combine_grad (x, combine_weights, scatter_index, grad_y) -> x_grad [R,H],
 /// combine_weights_grad [S,K], scatter_index_grad [S,K]: x_grad scatters grad_y * weight to the
-/// rows of x (each device its tokens' and slots' share: partial (sum) on the mesh dims of s and
-/// k), combine_weights_grad[s,k] is the dot product over h of grad_y[s] and x's row (partial
-/// (sum) on h's mesh dims); scatter_index_grad (an integer input: zeros) has scatter_index's
-/// layout. Labels x `1h`, combine_weights and scatter_index `sk`, grad_y `sh`. (phi forces k
+/// rows of x (each device its slots' share: partial (sum) on k's mesh dims),
+/// combine_weights_grad[s,k] is the dot product over h of grad_y[s] and x's row (partial (sum)
+/// on h's mesh dims); scatter_index_grad (an integer input: zeros) has scatter_index's layout.
+/// Labels x `sh`, combine_weights and scatter_index `sk`, grad_y `sh`. (phi forces k
 /// replicated and returns no partial status; k may stay sharded here.)
 /// The grad rules have no reverse inference.
 
@@ -99,6 +109,44 @@ constexpr status moe_merge(axis_to_dim_map& map, const std::array<std::string_vi
                         {true, false, false, /*drop_indivisible=*/true});
 }
 
+/// The number of blocks the tokens (label `s` of `map`) are split into: each device routes its own.
+constexpr std::int64_t token_blocks(const axis_to_dim_map& map, const process_mesh& mesh) {
+  std::int64_t blocks = 1;
+  for (const auto m : sharding_mesh_dims(map, "s")) blocks *= mesh.dim_size(m);
+  return blocks;
+}
+/// A size bound to the tokens: dim `dim` of input `input`, or (input -1) the capacity attribute.
+struct token_bound {
+  std::int64_t size = -1;
+  std::int64_t input = -1, dim = 0;
+};
+/// Makes every token block hold an equal part of each size in `bound`: under phi, the tokens'
+/// last mesh dim is dropped until each divides (phi's divisibility rule); under fluid, a size
+/// that does not divide is InvalidArgument.
+template <std::size_t N>
+constexpr status fit_token_blocks(axis_to_dim_map& map, const process_mesh& mesh, const std::array<token_bound, N>& bound,
+                                  semantics s) {
+  for (const auto& b : bound)
+    for (auto blocks = token_blocks(map, mesh); b.size > 0 && b.size % blocks != 0; blocks = token_blocks(map, mesh)) {
+      if (s == semantics::phi) {
+        auto list = map.list('s');
+        list.pop_back();
+        map.set('s', list);
+        continue;
+      }
+      if (b.input < 0)
+        return make_error(error_kind::invalid_argument, "",
+                          "capacity {} does not divide into the {} blocks the tokens are split into (each block has "
+                          "capacity / blocks slots per expert)",
+                          b.size, blocks);
+      return make_error(error_kind::invalid_argument, "",
+                        "input {} has size {} at dim {}, which does not divide into the {} blocks the tokens are split "
+                        "into (each block has its own part)",
+                        b.input, b.size, b.dim, blocks);
+    }
+  return {};
+}
+
 }  // namespace detail
 
 /// The moe_gate_dispatch rule (see the file comment).
@@ -122,7 +170,8 @@ struct moe_gate_dispatch : rule_base<moe_gate_dispatch, moe_gate_dispatch_attrib
   static constexpr status forward(spmd_info& info, spec_span in, const attributes& attrs, semantics s) {
     CTSPMD_TRY(check(in, attrs));
     axis_to_dim_map map;
-    CTSPMD_TRY(detail::moe_merge(map, std::array<std::string_view, 2>{"1h", "11"}, in, s));
+    CTSPMD_TRY(detail::moe_merge(map, std::array<std::string_view, 2>{"sh", "s1"}, in, s));
+    CTSPMD_TRY(fit(map, in, attrs, s));
     return write(info, in, map);
   }
   static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& attrs, semantics s) {
@@ -133,11 +182,13 @@ struct moe_gate_dispatch : rule_base<moe_gate_dispatch, moe_gate_dispatch_attrib
         return make_error(error_kind::invalid_argument, "", "output {} has rank {}, but must have rank {}", i,
                           out[i].ndim(), ranks[i]);
     axis_to_dim_map map;
-    CTSPMD_TRY(detail::moe_merge(map, std::array<std::string_view, 1>{"11h"}, out.first(1), s));
+    CTSPMD_TRY(detail::moe_merge(map, output_labels, out, s));
+    CTSPMD_TRY(fit(map, in, attrs, s));
     return write(info, in, map);
   }
 
  private:
+  static constexpr std::array<std::string_view, 5> output_labels{"1sh", "s1", "1s", "1", "s1"};
   static constexpr status check(spec_span in, const attributes& attrs) {
     CTSPMD_TRY(detail::check_rank_of(in[0], 2, 0, detail::moe_rank_error));
     CTSPMD_TRY(detail::check_rank_of(in[1], 2, 1, detail::moe_rank_error));
@@ -148,15 +199,19 @@ struct moe_gate_dispatch : rule_base<moe_gate_dispatch, moe_gate_dispatch_attrib
                         attrs.k, experts, experts);
     return {};
   }
+  static constexpr status fit(axis_to_dim_map& map, spec_span in, const attributes& attrs, semantics s) {
+    return detail::fit_token_blocks(map, in[0].process_mesh(),
+                                    std::array<detail::token_bound, 2>{{{in[0].shape()[0], 0, 0}, {attrs.capacity, -1, 0}}}, s);
+  }
   static constexpr status write(spmd_info& info, spec_span in, const axis_to_dim_map& map) {
     const auto& x = in[0].dist_attr();
-    push(info.inputs, x, std::string_view("1h"), map);
-    push(info.inputs, in[1].dist_attr(), std::string_view("11"), map);
-    push(info.outputs, x, std::string_view("11h"), map);  // y
-    push(info.outputs, x, std::string_view("11"), map);   // combine_weights
-    push(info.outputs, x, std::string_view("11"), map);   // scatter_index
-    push(info.outputs, x, std::string_view("1"), map);    // expert_offset
-    push(info.outputs, x, std::string_view("11"), map);   // expert_id
+    push(info.inputs, x, std::string_view("sh"), map);
+    push(info.inputs, in[1].dist_attr(), std::string_view("s1"), map);
+    for (std::size_t i = 0; i < 5; ++i) {
+      auto& out = push(info.outputs, x, output_labels[i], map);
+      // expert_offset: each block counts its own slots; their sum is the count over all tokens.
+      if (i == 3) out.set_partial_status(sharding_mesh_dims(map, "s"));
+    }
     return {};
   }
 };
@@ -186,9 +241,11 @@ struct moe_gate_dispatch_grad : rule_base<moe_gate_dispatch_grad, moe_gate_dispa
       CTSPMD_TRY(detail::check_dim_match(in, i, 0, 0, 0));
       CTSPMD_TRY(detail::check_dim_match(in, i, 1, 0, 1));
     }
-    constexpr std::array<std::string_view, 5> labels{"s1", "1s", "s1", "11h", "s1"};
+    constexpr std::array<std::string_view, 5> labels{"s1", "1s", "s1", "1sh", "s1"};
     axis_to_dim_map map;
     CTSPMD_TRY(detail::moe_merge(map, labels, in, s));
+    CTSPMD_TRY(detail::fit_token_blocks(
+        map, in[0].process_mesh(), std::array<detail::token_bound, 2>{{{in[0].shape()[0], 0, 0}, {in[3].shape()[1], 3, 1}}}, s));
     for (std::size_t i = 0; i < 5; ++i) push(info.inputs, in[i].dist_attr(), labels[i], map);
     push(info.outputs, in[3].dist_attr(), std::string_view("sh"), map);  // x_grad
     push(info.outputs, in[0].dist_attr(), std::string_view("s1"), map);  // gate_logits_grad
@@ -215,6 +272,7 @@ struct moe_combine : rule_base<moe_combine, moe_combine_attributes> {
     CTSPMD_TRY(check(in));
     axis_to_dim_map map;
     CTSPMD_TRY(detail::moe_merge(map, labels, in, s));
+    CTSPMD_TRY(fit(map, in, s));
     write_inputs(info, in, map);
     // Each device sums only the slots k it holds: the parts add up.
     push(info.outputs, in[0].dist_attr(), std::string_view("sh"), map).set_partial_status(sharding_mesh_dims(map, "k"));
@@ -227,17 +285,23 @@ struct moe_combine : rule_base<moe_combine, moe_combine_attributes> {
                         out[0].ndim(), 2);
     axis_to_dim_map map;
     CTSPMD_TRY(detail::moe_merge(map, std::array<std::string_view, 1>{"sh"}, out, s));
+    CTSPMD_TRY(fit(map, in, s));
     write_inputs(info, in, map);
     push(info.outputs, out[0].dist_attr(), std::string_view("sh"), map);
     return {};
   }
 
  private:
-  static constexpr std::array<std::string_view, 3> labels{"1h", "sk", "sk"};
+  static constexpr std::array<std::string_view, 3> labels{"sh", "sk", "sk"};
   static constexpr status check(spec_span in) {
     for (std::size_t i = 0; i < 3; ++i) CTSPMD_TRY(detail::check_rank_of(in[i], 2, i, detail::moe_rank_error));
     CTSPMD_TRY(detail::check_dim_match(in, 2, 0, 1, 0));
     return detail::check_dim_match(in, 2, 1, 1, 1);
+  }
+  /// The tokens (S of combine_weights) and x's rows (R) divide into the token blocks.
+  static constexpr status fit(axis_to_dim_map& map, spec_span in, semantics s) {
+    return detail::fit_token_blocks(
+        map, in[0].process_mesh(), std::array<detail::token_bound, 2>{{{in[1].shape()[0], 1, 0}, {in[0].shape()[0], 0, 0}}}, s);
   }
   static constexpr void write_inputs(spmd_info& info, spec_span in, const axis_to_dim_map& map) {
     for (std::size_t i = 0; i < 3; ++i) push(info.inputs, in[i].dist_attr(), labels[i], map);
@@ -260,12 +324,13 @@ struct moe_combine_grad : rule_base<moe_combine_grad, moe_combine_attributes> {
     CTSPMD_TRY(detail::check_rank_of(in[3], 2, 3, detail::moe_rank_error));
     CTSPMD_TRY(detail::check_dim_match(in, 3, 0, 1, 0));  // grad_y [S,H]
     CTSPMD_TRY(detail::check_dim_match(in, 3, 1, 0, 1));
-    constexpr std::array<std::string_view, 4> labels{"1h", "sk", "sk", "sh"};
+    constexpr std::array<std::string_view, 4> labels{"sh", "sk", "sk", "sh"};
     axis_to_dim_map map;
     CTSPMD_TRY(detail::moe_merge(map, labels, in, s));
+    CTSPMD_TRY(moe_combine::fit(map, in, s));
     for (std::size_t i = 0; i < 4; ++i) push(info.inputs, in[i].dist_attr(), labels[i], map);
-    // x_grad: each device scatters its tokens' and slots' share into every row.
-    push(info.outputs, in[0].dist_attr(), std::string_view("1h"), map).set_partial_status(sharding_mesh_dims(map, "sk"));
+    // x_grad: each device scatters its slots' share into its block's rows.
+    push(info.outputs, in[0].dist_attr(), std::string_view("sh"), map).set_partial_status(sharding_mesh_dims(map, "k"));
     // combine_weights_grad: each device sums over its block of h.
     push(info.outputs, in[1].dist_attr(), std::string_view("sk"), map).set_partial_status(sharding_mesh_dims(map, "h"));
     push(info.outputs, in[2].dist_attr(), std::string_view("sk"), map);  // scatter_index_grad
