@@ -41,7 +41,7 @@ TEST_CASE("flash_attention: Paddle's test_flash_attention_rule.py, by name") {
 TEST_CASE("flash_attention: GQA and the mask") {
   // 8 q heads, 2 kv heads on mesh dims 0 then 1 (4 shards): phi keeps mesh dim 0, fluid none
   const std::vector<dist_tensor_spec> in{{{4, 16, 8, 32}, {m3, {{}, {}, {0, 1}, {}}}}, spec(m3, {4, 16, 2, 32}, {-1, -1, -1, -1}),
-                                         spec(m3, {4, 16, 2, 32}, {-1, -1, -1, -1}), absent(m3), spec(m3, {1, 8, 16, 16}, {-1, -1, 0, 1})};
+                                         spec(m3, {4, 16, 2, 32}, {-1, -1, -1, -1}), absent(m3), spec(m3, {1, 8, 16, 16}, {-1, -1, -1, 1})};
   const auto phi = flash_attention::infer_forward(in, {}, semantics::phi);
   CHECK(phi.inputs[1].multi_dims_mapping() == multi_dims_mapping{{}, {}, {0}, {}});
   CHECK(phi.inputs[4].multi_dims_mapping() == multi_dims_mapping{{}, {0}, {}, {}});
@@ -56,8 +56,13 @@ TEST_CASE("flash_attention_grad: by name") {
                                          spec(m3, {4, 16, 8, 32}, {-1, -1, -1, 1})};
   const auto g = runtime::infer_forward("flash_attention_grad", in, {{"causal", true}}, semantics::phi);
   REQUIRE(g.outputs.size() == 3);
-  for (std::size_t i = 0; i < 3; ++i) CHECK(g.outputs[i].dims_mapping() == dims_mapping{0, -1, 2, -1});
-  CHECK(g.inputs[4].dims_mapping() == dims_mapping{0, 2, -1});
+  // q's chunk of the sequence (mesh dim 1) stays; k and v are whole, their gradients partial over the chunks
+  CHECK(g.outputs[0].dims_mapping() == dims_mapping{0, 1, 2, -1});
+  for (std::size_t i = 1; i < 3; ++i) {
+    CHECK(g.outputs[i].dims_mapping() == dims_mapping{0, -1, 2, -1});
+    CHECK(g.outputs[i].partial_dims() == mesh_dims{1});
+  }
+  CHECK(g.inputs[4].dims_mapping() == dims_mapping{0, 2, 1});
   CHECK(g.inputs[5].dims_mapping() == dims_mapping{-1});
 }
 

@@ -89,6 +89,12 @@ attention_shapes attention_sizes(const process_mesh& mesh, const std::vector<lay
   return s;
 }
 
+/// The position of the first query device `c` holds (its chunk of the sequence, context
+/// parallelism): a causal kernel masks by global positions.
+std::int64_t query_offset(const ctspmd::spmd_info& info, const shape_t& c, const tensor& local_q) {
+  return block_on(info.inputs[0], 1, c).index * local_q.shape.at(1);
+}
+
 }  // namespace
 
 TEST_CASE("oracle: flash_attention") {
@@ -101,8 +107,8 @@ TEST_CASE("oracle: flash_attention") {
       const bool gqa = (variant & 1) != 0, with_mask = (variant & 2) != 0, causal = (variant & 4) != 0;
       const std::string what = "flash_attention " + mesh_string(mesh) + " gqa " + std::to_string(gqa) + " mask " +
                                std::to_string(with_mask) + " causal " + std::to_string(causal);
-      const mesh_kernel kernel = per_device([causal](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
-        const auto r = ops::attention(in[0], in[1], in[2], in[4], causal);
+      const mesh_kernel kernel = per_device([causal](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
+        const auto r = ops::attention(in[0], in[1], in[2], in[4], causal, query_offset(info, c, in[0]));
         return std::vector<tensor>{r.out, r.softmax, r.lse, tensor({2})};
       });
       for (const auto& ls : layouts(mesh.ndim(), {4, 4, 4, 4}, {reduce_type::sum}, 12, g)) {
@@ -151,8 +157,8 @@ TEST_CASE("oracle: flash_attention_grad") {
       const std::string what = "flash_attention_grad " + mesh_string(mesh) + " gqa " + std::to_string(gqa) + " mask " +
                                std::to_string(with_mask) + " causal " + std::to_string(causal);
       // inputs: q, k, v, out, softmax_lse, seed_offset, attn_mask, out_grad
-      const mesh_kernel kernel = per_device([causal](const shape_t&, const ctspmd::spmd_info&, const std::vector<tensor>& in) {
-        const auto r = ops::attention_grad(in[0], in[1], in[2], in[6], in[7], causal);
+      const mesh_kernel kernel = per_device([causal](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
+        const auto r = ops::attention_grad(in[0], in[1], in[2], in[6], in[7], causal, query_offset(info, c, in[0]));
         return std::vector<tensor>{r.dq, r.dk, r.dv};
       });
       for (const auto& ls : layouts(mesh.ndim(), {4, 4, 4, 4, 3, 4, 4}, {reduce_type::sum}, 12, g)) {

@@ -35,12 +35,20 @@ static_assert(b.inputs[0].dims_mapping() == dims_mapping{0, -1, 1, -1} && b.inpu
 static_assert(b.outputs[0].dims_mapping() == dims_mapping{0, -1, 1, -1} && b.outputs[2].dims_mapping() == dims_mapping{0, 1, -1});
 static_assert(b.outputs[1].dims_mapping() == dims_mapping{});
 
-// sequences and head dims never sharded; a mask's size-1 heads dim never sharded
+// context parallelism: q's sequence stays sharded (each device its chunk of queries), k's and
+// v's are gathered; head dims never sharded; a mask's size-1 heads dim never sharded
 constexpr auto seq = flash_attention::infer_forward(
-    {co(m3, {4, 16, 8, 32}, {{}, {0}, {1}, {2}}), co(m3, {4, 16, 8, 32}, {{}, {}, {}, {}}), co(m3, {4, 16, 8, 32}, {{0}, {}, {}, {}}),
-     none3, co(m3, {4, 1, 16, 16}, {{}, {}, {2}, {}})});
-static_assert(is(seq.inputs[0], {{0}, {}, {1}, {}}) && is(seq.inputs[2], {{0}, {}, {1}, {}}) && is(seq.inputs[4], {{0}, {}, {}, {}}));
-static_assert(is(seq.outputs[1], {{0}, {1}, {}, {}}));
+    {co(m3, {4, 16, 8, 32}, {{}, {0}, {1}, {2}}), co(m3, {4, 16, 8, 32}, {{}, {2}, {}, {}}), co(m3, {4, 16, 8, 32}, {{}, {}, {}, {}}),
+     none3, co(m3, {4, 1, 16, 16}, {{}, {}, {0}, {}})});
+static_assert(is(seq.inputs[0], {{}, {0}, {1}, {}}) && is(seq.inputs[1], {{}, {}, {1}, {}}) && is(seq.inputs[2], {{}, {}, {1}, {}}));
+static_assert(is(seq.inputs[4], {{}, {}, {0}, {}}));
+static_assert(is(seq.outputs[0], {{}, {0}, {1}, {}}) && is(seq.outputs[1], {{}, {1}, {0}, {}}) && is(seq.outputs[2], {{}, {1}, {0}}));
+// the reverse: out's and softmax_lse's query chunks give q's
+constexpr auto seq_b = flash_attention::infer_backward(
+    {q, k, v, none23, none23},
+    {dist_tensor_spec({2, 512, 64, 512}, {m23, {-1, 1, -1, -1}}), none23, dist_tensor_spec({2, 64, 512}, {m23, {0, -1, 1}}),
+     dist_tensor_spec({2}, {m23, {-1}})});
+static_assert(seq_b.inputs[0].dims_mapping() == dims_mapping{0, 1, -1, -1} && seq_b.inputs[1].dims_mapping() == dims_mapping{0, -1, -1, -1});
 // phi: q and k shard the batch by different mesh dims: a co-shard
 constexpr auto cs = flash_attention::infer_forward(
     {co(m3, {4, 16, 8, 32}, {{0}, {}, {}, {}}), co(m3, {4, 16, 8, 32}, {{1}, {}, {}, {}}), co(m3, {4, 16, 8, 32}, {{}, {}, {2}, {}})},
@@ -75,11 +83,18 @@ constexpr dist_tensor_spec glse({4, 8, 16}, {m3, {-1, -1, 1}});
 constexpr dist_tensor_spec gseed({2}, {m3, {0}});
 constexpr auto g = flash_attention_grad::infer_forward({gq, gk, gk, gout, glse, gseed, none3, gout});
 static_assert(g.inputs.size() == 8 && g.outputs.size() == 3);
-static_assert(g.inputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1} && g.inputs[3].dims_mapping() == dims_mapping{0, -1, 2, -1});
-static_assert(g.inputs[4].dims_mapping() == dims_mapping{0, 2, -1} && g.inputs[5].dims_mapping() == dims_mapping{-1});
+// q's sequence on mesh dim 1: k and v gathered again, their gradients partial over the chunks
+static_assert(g.inputs[0].dims_mapping() == dims_mapping{0, 1, 2, -1} && g.inputs[3].dims_mapping() == dims_mapping{0, 1, 2, -1});
+static_assert(g.inputs[1].dims_mapping() == dims_mapping{0, -1, 2, -1} && g.inputs[7].dims_mapping() == dims_mapping{0, 1, 2, -1});
+static_assert(g.inputs[4].dims_mapping() == dims_mapping{0, 2, 1} && g.inputs[5].dims_mapping() == dims_mapping{-1});
 static_assert(g.inputs[6].dims_mapping() == dims_mapping{});
-static_assert(g.outputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1} && g.outputs[2].dims_mapping() == dims_mapping{0, -1, 2, -1});
-static_assert(!g.outputs[1].is_partial());
+static_assert(g.outputs[0].dims_mapping() == dims_mapping{0, 1, 2, -1} && !g.outputs[0].is_partial());
+static_assert(g.outputs[1].dims_mapping() == dims_mapping{0, -1, 2, -1} && g.outputs[1].partial_dims() == mesh_dims{1});
+static_assert(g.outputs[2].dims_mapping() == dims_mapping{0, -1, 2, -1} && g.outputs[2].partial_dims() == mesh_dims{1});
+// no sequence sharding: no partial gradient
+constexpr auto g0 = flash_attention_grad::infer_forward({dist_tensor_spec({4, 16, 8, 32}, {m3, {0, -1, -1, -1}}), gk, gk, gk,
+                                                         dist_tensor_spec({4, 8, 16}, m3), gseed, none3, gk});
+static_assert(g0.outputs[1].dims_mapping() == dims_mapping{0, -1, 2, -1} && !g0.outputs[1].is_partial());
 static_assert(flash_attention_grad::try_infer_backward({gq, gk, gk, gout, glse, gseed, none3, gout}, {gq, gk, gk}).kind() ==
               error_kind::unimplemented);
 

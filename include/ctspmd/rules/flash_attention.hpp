@@ -10,10 +10,16 @@
 /// k/v head i / (h / hk). The output shapes (`output_shapes`) are those, softmax's whether or
 /// not return_softmax (forward infers its 4-D layout either way).
 ///
-/// Notation: batch `a`, heads `c`. Every other dim (the sequences and head dims) is `'1'`: an
-/// attention row reads every key and the whole head dim, so phi's rule keeps them replicated
-/// (no context parallelism here). q, k, v are `a1c1`, the mask `ac11` (its size-1 dims `'1'`),
-/// out `a1c1`, softmax `ac11`, softmax_lse `ac1`, seed_offset and fixed_seed_offset `1`.
+/// Notation: batch `a`, heads `c`, the query sequence `s`. Keys and values and the head dims are
+/// `'1'`: an attention row reads every key and the whole head dim. The query sequence may stay
+/// sharded, **context parallelism** as Llama 3 and Megatron do it: each device keeps its chunk of
+/// queries and reads every key and value (k and v all-gathered over the sequence's mesh dims).
+/// Under `causal` a device's kernel masks by the global positions of its chunk (a context-
+/// parallel kernel's offset); a load-balanced order (device i holding chunks i and 2n - 1 - i of
+/// 2n) is a permutation of the sequence made before the model, the layouts unchanged. (phi's
+/// rule keeps q's sequence replicated too: no context parallelism.) q and out are `asc1`, k and
+/// v `a1c1`, the mask and softmax `acs1` (the mask's size-1 dims `'1'`), softmax_lse `acs`,
+/// seed_offset and fixed_seed_offset `1`.
 ///
 /// Checks (`invalid_argument`, naming the operand and sizes): q, k and v 4-D; one batch size; k
 /// and v of one sequence length and one number of heads (flash attention's kernels need it; phi
@@ -21,7 +27,7 @@
 /// one head dim; a mask (when given) 4-D with each dim 1 or the size the others give;
 /// fixed_seed_offset (when given) 1-D. -1 (unknown) matches any size.
 ///
-/// Forward: q, k, v and the mask are merged in that order over `a` and `c` with the semantics'
+/// Forward: q, k, v and the mask are merged in that order over `a`, `c` and `s` with the semantics''
 /// policy (fluid first-wins, phi the co-shard union; as in phi's rule, which merges one mesh dim
 /// per axis, a given sharding is not dropped for divisibility); size-1 dims propose nothing. GQA (hk != h): the heads' mesh dims must also split hk evenly, else they are
 /// dropped (phi replicates the heads when hk is not divisible; under phi we drop the trailing
@@ -31,19 +37,21 @@
 /// merged mapping, none partial. An absent optional input comes back as given.
 ///
 /// Backward (phi's reverse): out, softmax (when given, i.e. not shape []) and softmax_lse are
-/// merged over `a` and `c` (their other dims replicated), the GQA drop applied; q, k, v and the
+/// merged over `a`, `c` and `s` (their other dims replicated), the GQA drop applied; q, k, v and the
 /// mask take the merged mapping, fixed_seed_offset replicated; the outputs come back with it.
 /// phi builds v's attr from k's and the reverse's out from v's (section 5 of the notes); we build
 /// each from its own operand.
 ///
 /// flash_attention_grad (phi): inputs q, k, v, out, softmax_lse, seed_offset, attn_mask
 /// (optional), out_grad; outputs q_grad, k_grad, v_grad. q, k, v, out, out_grad, softmax_lse and
-/// the mask are merged over `a` and `c` as above (the checks of forward, plus out and out_grad
-/// of shape [b, sq, h, dv] and softmax_lse [b, h, sq]); every input comes back with the merged
-/// mapping (seed_offset replicated), and each gradient takes its operand's. Attention's
-/// gradients for a batch and a head read only that batch and head (and its GQA group), so no
-/// gradient is partial: k_grad sums over the q heads of a group, which live on the device that
-/// holds their k head.
+/// the mask are merged over `a`, `c` and `s` as above (the checks of forward, plus out and
+/// out_grad of shape [b, sq, h, dv] and softmax_lse [b, h, sq]); every input comes back with the
+/// merged mapping (seed_offset replicated, k and v whole in the sequence: gathered again), and
+/// each gradient takes its operand's. Attention's gradients for a batch and a head read only that
+/// batch and head (and its GQA group): k_grad sums over the q heads of a group, which live on the
+/// device that holds their k head. But a device holding a chunk of queries has only its chunk's
+/// share of every key's and value's gradient: k_grad and v_grad are partial (sum) on the query
+/// sequence's mesh dims (reduce-scattered to a sequence-sharded k and v).
 
 #include <array>
 #include <cstddef>
@@ -52,6 +60,7 @@
 #include <string_view>
 
 #include <ctspmd/dist/mesh_dim_list.hpp>
+#include <ctspmd/merge/partial.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/rules/kit.hpp>
 #include <ctspmd/rules/rule_base.hpp>
@@ -77,9 +86,10 @@ namespace detail {
 
 /// What flash attention's rules share: the operands' checks, the merge and the GQA drop.
 struct attention_kit {
-  static constexpr std::string_view qkv = "a1c1";   ///< q, k, v, out, out_grad
-  static constexpr std::string_view mask = "ac11";  ///< attn_mask, softmax
-  static constexpr std::string_view lse = "ac1";    ///< softmax_lse
+  static constexpr std::string_view query = "asc1";  ///< q, out, out_grad
+  static constexpr std::string_view kv = "a1c1";     ///< k, v
+  static constexpr std::string_view mask = "acs1";   ///< attn_mask, softmax
+  static constexpr std::string_view lse = "acs";     ///< softmax_lse
   static constexpr std::string_view one = "1";      ///< seed offsets
 
   /// The sizes the checks compare.
@@ -221,11 +231,12 @@ struct flash_attention : rule_base<flash_attention, flash_attention_attributes> 
     const dist_tensor_spec& mask = in.size() > 4 ? in[4] : none;
     const std::array<dist_tensor_spec, 4> ops{in[0], in[1], in[2], mask};
     axis_to_dim_map map;
-    CTSPMD_TRY(kit::merge(map, std::array{kit::qkv, kit::qkv, kit::qkv, kit::mask}, ops, *sz, s));
-    for (std::size_t i = 0; i < 3; ++i) kit::push_operand(info.inputs, in[i], kit::qkv, map);
+    CTSPMD_TRY(kit::merge(map, std::array{kit::query, kit::kv, kit::kv, kit::mask}, ops, *sz, s));
+    kit::push_operand(info.inputs, in[0], kit::query, map);
+    for (std::size_t i = 1; i < 3; ++i) kit::push_operand(info.inputs, in[i], kit::kv, map);
     if (in.size() > 3) kit::push_replicated(info.inputs, seed);
     if (in.size() > 4) kit::push_operand(info.inputs, mask, kit::mask, map);
-    push(info.outputs, in[0].dist_attr(), kit::qkv, map);
+    push(info.outputs, in[0].dist_attr(), kit::query, map);
     push(info.outputs, in[0].dist_attr(), kit::mask, map);
     push(info.outputs, in[0].dist_attr(), kit::lse, map);
     push(info.outputs, in[0].dist_attr(), kit::one, map);
@@ -245,11 +256,12 @@ struct flash_attention : rule_base<flash_attention, flash_attention_attributes> 
     CTSPMD_TRY(kit::check_shape(out[2], std::array{sz->b, sz->h, sz->sq}, "softmax_lse has rank {}, but must have rank {}",
                                 "softmax_lse's dim {} has size {}, but must be {}"));
     axis_to_dim_map map;
-    CTSPMD_TRY(kit::merge(map, std::array{kit::qkv, kit::mask, kit::lse}, out.first(3), *sz, s));
-    for (std::size_t i = 0; i < 3; ++i) kit::push_operand(info.inputs, in[i], kit::qkv, map);
+    CTSPMD_TRY(kit::merge(map, std::array{kit::query, kit::mask, kit::lse}, out.first(3), *sz, s));
+    kit::push_operand(info.inputs, in[0], kit::query, map);
+    for (std::size_t i = 1; i < 3; ++i) kit::push_operand(info.inputs, in[i], kit::kv, map);
     if (in.size() > 3) kit::push_replicated(info.inputs, in[3]);
     if (in.size() > 4) kit::push_operand(info.inputs, in[4], kit::mask, map);
-    kit::push_operand(info.outputs, out[0], kit::qkv, map);
+    kit::push_operand(info.outputs, out[0], kit::query, map);
     kit::push_operand(info.outputs, out[1], kit::mask, map);
     kit::push_operand(info.outputs, out[2], kit::lse, map);
     kit::push_replicated(info.outputs, out[3]);
@@ -292,14 +304,22 @@ struct flash_attention_grad : rule_base<flash_attention_grad, flash_attention_gr
                                 "out_grad has rank {}, but must have rank {}", "out_grad's dim {} has size {}, but must be {}"));
     const std::array<dist_tensor_spec, 7> ops{in[0], in[1], in[2], in[3], in[7], in[4], in[6]};
     axis_to_dim_map map;
-    CTSPMD_TRY(kit::merge(map, std::array{kit::qkv, kit::qkv, kit::qkv, kit::qkv, kit::qkv, kit::lse, kit::mask}, ops,
-                          *sz, s));
-    for (std::size_t i = 0; i < 4; ++i) kit::push_operand(info.inputs, in[i], kit::qkv, map);
+    CTSPMD_TRY(kit::merge(map, std::array{kit::query, kit::kv, kit::kv, kit::query, kit::query, kit::lse, kit::mask},
+                          ops, *sz, s));
+    kit::push_operand(info.inputs, in[0], kit::query, map);
+    for (std::size_t i = 1; i < 3; ++i) kit::push_operand(info.inputs, in[i], kit::kv, map);
+    kit::push_operand(info.inputs, in[3], kit::query, map);
     kit::push_operand(info.inputs, in[4], kit::lse, map);
     kit::push_replicated(info.inputs, in[5]);
     kit::push_operand(info.inputs, in[6], kit::mask, map);
-    kit::push_operand(info.inputs, in[7], kit::qkv, map);
-    for (std::size_t i = 0; i < 3; ++i) kit::push_operand(info.outputs, in[i], kit::qkv, map);
+    kit::push_operand(info.inputs, in[7], kit::query, map);
+    kit::push_operand(info.outputs, in[0], kit::query, map);
+    // A chunk of queries gives its share of every key's and value's gradient.
+    const mesh_dims chunks = sharding_mesh_dims(map, "s");
+    for (std::size_t i = 1; i < 3; ++i) {
+      kit::push_operand(info.outputs, in[i], kit::kv, map);
+      if (!chunks.empty()) info.outputs.back().set_partial_status(chunks);
+    }
     return {};
   }
 
