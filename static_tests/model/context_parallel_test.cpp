@@ -1,0 +1,112 @@
+// Context parallelism: a Llama-style attention block on a [dp, cp, tp] mesh whose activations
+// keep the sequence split over cp through the whole layer (Llama 3's and Megatron's all-gather
+// form): attention keeps each device's chunk of queries and all-gathers keys and values over cp;
+// backward gathers them again (the cost counts it) and reduce-scatters their gradients; the
+// weights are replicated over cp, so their gradients are reduced over dp and cp. The rotary
+// tables are each device's rows (no position ids), as Megatron slices them per cp rank.
+#include <ctspmd/model/cost.hpp>
+#include <ctspmd/model/propagate.hpp>
+#include <ctspmd/model/training.hpp>
+
+#include "../test_support.hpp"
+
+using namespace ctspmd;
+using model::collective;
+using model::phase;
+
+namespace {
+
+constexpr std::int64_t hidden = 512, heads = 8, kv_heads = 4, head_dim = 64, seq = 256, batch = 2, layers = 2;
+constexpr std::int64_t dp = 2, cp = 2, tp = 2;
+constexpr process_mesh mesh({dp, cp, tp});
+using plan_type = model::plan<48, 24>;
+
+struct forward {
+  plan_type p{mesh};
+  model::tensor_id loss{};
+  constexpr forward() {
+    using model::tensor_id;
+    constexpr auto bf16 = model::bfloat16;
+    const tensor_shape act{batch, seq, hidden};
+    const dims_mapping by_sequence{0, 1, -1};  // batch over dp, sequence over cp
+    auto x0 = p.tensor("x0", act, by_sequence, bf16);
+    auto sin = p.tensor("rope.sin", {1, seq, 1, head_dim}, bf16), cos = p.tensor("rope.cos", {1, seq, 1, head_dim}, bf16);
+    loss = p.repeat(layers, x0, [&](plan_type& b, tensor_id x) {
+      auto ln_w = b.parameter("ln.weight", {hidden}, bf16);
+      auto ln = b.tensor("ln", act, bf16), invvar = b.tensor("ln.invvar", {batch, seq});
+      b.op<"rms_norm">({x, ln_w}, {ln, invvar}, {}, "ln");
+      auto wq = b.parameter("wq", {hidden, heads * head_dim}, {-1, 2}, bf16);  // column parallel over tp
+      auto wk = b.parameter("wk", {hidden, kv_heads * head_dim}, {-1, 2}, bf16);
+      auto wv = b.parameter("wv", {hidden, kv_heads * head_dim}, {-1, 2}, bf16);
+      auto q = b.tensor("q", {batch, seq, heads * head_dim}, bf16);
+      auto k = b.tensor("k", {batch, seq, kv_heads * head_dim}, bf16);
+      auto v = b.tensor("v", {batch, seq, kv_heads * head_dim}, bf16);
+      b.op<"matmul">({ln, wq}, {q}, {}, "q");
+      b.op<"matmul">({ln, wk}, {k}, {}, "k");
+      b.op<"matmul">({ln, wv}, {v}, {}, "v");
+      auto q4 = b.tensor("q.heads", {batch, seq, heads, head_dim}, bf16);
+      auto k4 = b.tensor("k.heads", {batch, seq, kv_heads, head_dim}, bf16);
+      auto v4 = b.tensor("v.heads", {batch, seq, kv_heads, head_dim}, bf16);
+      b.op<"reshape">({q}, {q4}, {.shape = {batch, seq, heads, head_dim}}, "q.heads");
+      b.op<"reshape">({k}, {k4}, {.shape = {batch, seq, kv_heads, head_dim}}, "k.heads");
+      b.op<"reshape">({v}, {v4}, {.shape = {batch, seq, kv_heads, head_dim}}, "v.heads");
+      auto none = b.tensor("rope.none", {}), none_out = b.tensor("rope.none.out", {});
+      auto qr = b.tensor("q.rope", {batch, seq, heads, head_dim}, bf16);
+      auto kr = b.tensor("k.rope", {batch, seq, kv_heads, head_dim}, bf16);
+      b.op<"fused_rope">({q4, k4, none, sin, cos, none}, {qr, kr, none_out}, {}, "rope");
+      auto ctx = b.tensor("ctx", {batch, seq, heads, head_dim}, bf16);
+      auto probs = b.tensor("softmax", {batch, heads, seq, seq}, bf16);
+      auto lse = b.tensor("lse", {batch, heads, seq}), seed = b.tensor("seed", {2}, model::int64);
+      b.op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true}, "core");
+      auto ctx_flat = b.tensor("ctx.flat", act, bf16);
+      b.op<"reshape">({ctx}, {ctx_flat}, {.shape = {batch, seq, hidden}}, "merge");
+      auto wo = b.parameter("wo", {heads * head_dim, hidden}, {2, -1}, bf16);  // row parallel over tp
+      auto o = b.tensor("o", act, bf16);
+      b.op<"matmul">({ctx_flat, wo}, {o}, {}, "o");
+      auto reduced = b.tensor("o.reduced", act, by_sequence, bf16);
+      b.op<"assign">({o}, {reduced}, {}, "o.reduce");
+      auto y = b.tensor("y", act, bf16);
+      b.op<"add">({x, reduced}, {y}, {}, "residual");
+      return y;
+    });
+  }
+};
+
+constexpr auto make_step() {
+  const forward f;
+  return model::training_step(f.p, f.loss);
+}
+constexpr auto step = make_step();
+constexpr auto r = model::propagate(step);
+constexpr auto c = model::cost(step, r);
+
+// The sequence stays split over cp: q, the attention output and the layer's output.
+constexpr auto attr_of(std::string_view name) {
+  for (std::size_t t = 0; t < step.tensor_count(); ++t)
+    if (step.tensor_at(t).name == name) return r.attr({t});
+  return tensor_dist_attr{};
+}
+static_assert(attr_of("q.rope").dims_mapping() == dims_mapping{0, 1, 2, -1});
+static_assert(attr_of("ctx").dims_mapping() == dims_mapping{0, 1, 2, -1});
+static_assert(attr_of("lse").dims_mapping() == dims_mapping{0, 2, 1});
+static_assert(attr_of("y").dims_mapping() == dims_mapping{0, 1, -1});
+
+// A device's k (and v): its batch row, its 128 positions, its 2 kv heads of 64, bf16.
+constexpr std::int64_t kv_local = (batch / dp) * (seq / cp) * (kv_heads / tp) * head_dim * 2;
+// Forward: k and v all-gathered over cp (mesh dim 1) in each layer; the row-parallel output's
+// all-reduce over tp; nothing else.
+static_assert(r.count(phase::forward) == 3 * layers);
+static_assert(c.collectives(phase::forward, collective::all_gather, 1).count == 2 * layers);
+static_assert(c.collectives(phase::forward, collective::all_gather, 1).bytes == 2 * layers * (cp - 1) * kv_local);
+static_assert(c.collectives(phase::forward, collective::all_reduce, 2).count == layers);
+// Backward: k and v gathered again (kept as their chunks, as Megatron does), their gradients,
+// partial over the query chunks, reduce-scattered back to the chunks.
+static_assert(c.collectives(phase::backward, collective::all_gather, 1).count == 2 * layers);
+static_assert(c.collectives(phase::backward, collective::reduce_scatter, 1).count == 2 * layers);
+static_assert(c.collectives(phase::backward, collective::reduce_scatter, 1).bytes == 2 * layers * (cp * kv_local) * (cp - 1) / cp);
+// Optimizer: the five weights of a layer saw every token of dp and cp: reduced over both.
+static_assert(c.collectives(phase::optimizer, collective::all_reduce, 0).count == 5 * layers);
+static_assert(c.collectives(phase::optimizer, collective::all_reduce, 1).count == 5 * layers);
+static_assert(c.collectives(phase::optimizer, collective::all_reduce, 2).count == 0);
+
+}  // namespace
