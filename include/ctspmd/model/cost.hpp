@@ -160,6 +160,17 @@ class kept_tensor_list {
   std::size_t size_ = 0;
 };
 
+/// One part of a step that `pipeline` (`<ctspmd/model/pipeline.hpp>`) splits: the operators and
+/// tensors before the repeated block it splits over the stages, the block (all its runs), or
+/// after it. Forward and backward figures (FLOPs with the recomputed forward's) apart from the
+/// optimizer's.
+struct step_part {
+  std::int64_t parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
+  std::int64_t flops = 0, optimizer_flops = 0;
+  std::array<collective_total, max_mesh_ndim> sends{}, optimizer_sends{};  ///< per mesh dim
+  double communication_seconds = 0, optimizer_communication_seconds = 0;
+};
+
 namespace detail {
 template <std::size_t T, std::size_t O, std::size_t R>
 class coster;
@@ -223,6 +234,14 @@ class step_cost {
   constexpr double mfu() const noexcept { return utilisation(step_seconds()); }
   constexpr double overlapped_mfu() const noexcept { return utilisation(overlapped_step_seconds()); }
 
+  /// With a cost split at a repeated block (`pipeline`'s): part 0 before the block, 1 the block,
+  /// 2 after it; all zero otherwise. `boundary_bytes()`: the block output's local bytes.
+  constexpr const step_part& part(std::size_t i) const {
+    if (i >= 3) raise(make_error(error_kind::invalid_argument, "step_cost", "part {} is out of range (3)", i));
+    return parts_[i];
+  }
+  constexpr std::int64_t boundary_bytes() const noexcept { return boundary_bytes_; }
+
  private:
   template <std::size_t T, std::size_t O, std::size_t R>
   friend class detail::coster;
@@ -237,6 +256,8 @@ class step_cost {
   std::int64_t recompute_flops_ = 0;
   collective_total table_[phase_count][collective_count][max_mesh_ndim] = {};
   double compute_seconds_ = 0, peak_flops_ = 0;
+  std::array<step_part, 3> parts_{};
+  std::int64_t boundary_bytes_ = 0;
 };
 
 namespace detail {
@@ -250,9 +271,10 @@ class coster {
  public:
   using kept_list = kept_tensor_list<T>;
   /// A cost of step `p` propagated as `r` (and, if `kept` is given, the list of the tensors kept
-  /// for backward).
-  constexpr coster(const plan<T, O>& p, const propagation<T, R>& r, kept_list* kept = nullptr)
-      : p_(p), r_(r), kept_(kept), options_(p.training()) {
+  /// for backward); with `split` a forward block's index, its figures are also split into
+  /// `step_part`s (before the block, the block, after it).
+  constexpr coster(const plan<T, O>& p, const propagation<T, R>& r, kept_list* kept = nullptr, std::int64_t split = -1)
+      : p_(p), r_(r), kept_(kept), options_(p.training()), split_(split) {
     for (auto& m : mirror_) m = -1;
     if (!r_.ok())
       raise(make_error(error_kind::precondition_not_met, "cost", "the plan's propagation failed at operator {}",
@@ -371,6 +393,31 @@ class coster {
     return block_of_[op];
   }
 
+  // ---- the parts of a split step (see `step_part`) ----
+  /// The part tensor t is declared in.
+  constexpr size_t part_of_tensor(size_t t) const {
+    const auto& b = p_.block_at(static_cast<size_t>(split_));
+    return t <= b.input.index ? 0 : t < b.end_tensor ? 1 : 2;
+  }
+  /// The part operator i belongs to: the block's and its backward pass's operators are the
+  /// block's; other forward operators before or after it; backward ones mirrored (the backward
+  /// of what follows the block runs before its backward pass); an optimizer operator its
+  /// parameter's.
+  constexpr size_t part_of_op(size_t i) const {
+    const auto& b = p_.block_at(static_cast<size_t>(split_));
+    const auto own = block_of_[i];
+    if (own == split_ || (own >= 0 && p_.block_at(static_cast<size_t>(own)).mirror_of == split_)) return 1;
+    const auto& op = p_.op_at(i);
+    if (op.phase == phase::forward) return i < b.first_op ? 0 : 2;
+    if (op.phase == phase::backward) {
+      const auto m = mirror_[static_cast<size_t>(split_)];
+      return m < 0 || i < p_.block_at(static_cast<size_t>(m)).first_op ? 2 : 0;
+    }
+    if (kind_[i] == kind::adamw) return part_of_tensor(static_cast<size_t>(p_.tensor_at(op.inputs[3]).role_of));
+    return op.inputs.empty() ? 2 : part_of_tensor(op.inputs[0]);
+  }
+  constexpr step_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts_[part_of_op(i)]; }
+
   // ---- sizes ----
   /// The number of parts layout `a` splits dim d into.
   static constexpr std::int64_t parts(const tensor_dist_attr& a, size_t d) {
@@ -416,6 +463,7 @@ class coster {
     bytes_[t] = info.shape.empty() || info.role == tensor_role::first_run_layout
                     ? 0
                     : saturating_product(local_elements(t), info.element_bytes);
+    if (split_ >= 0 && t == p_.block_at(static_cast<size_t>(split_)).output.index) out_.boundary_bytes_ = bytes_[t];
   }
 
   // ---- persistent memory: parameters, their gradients, optimizer states ----
@@ -435,19 +483,28 @@ class coster {
     const std::int64_t times = runs(i);
     const std::int64_t shard = local_elements(moment);  // elements of the state's layout
     const std::int64_t whole = local_elements(param);
-    m.gradients = saturating_sum(m.gradients, saturating_product(times, saturating_product(stage >= 2 ? shard : whole,
-                                                                 p_.tensor_at(op.inputs[1]).element_bytes)));
+    const std::int64_t gradients =
+        saturating_product(times, saturating_product(stage >= 2 ? shard : whole, p_.tensor_at(op.inputs[1]).element_bytes));
+    m.gradients = saturating_sum(m.gradients, gradients);
     std::int64_t states = saturating_sum(bytes_[op.inputs[3]], bytes_[op.inputs[4]]);
     if (op.inputs.size() > 8) states = saturating_sum(states, bytes_[op.inputs[8]]);
     m.optimizer_states = saturating_sum(m.optimizer_states, saturating_product(times, states));
+    if (auto* part = part_of(i)) {
+      part->gradients = saturating_sum(part->gradients, gradients);
+      part->optimizer_states = saturating_sum(part->optimizer_states, saturating_product(times, states));
+    }
   }
   constexpr void parameter(size_t t) {
     const auto& info = p_.tensor_at(t);
     if (!info.trainable) return;
     const std::int64_t elements =
         options_.stage() == 3 && state_[t] != 0xffff ? local_elements(t, r_.attr({state_[t]})) : local_elements(t);
-    out_.memory_.parameters = saturating_sum(
-        out_.memory_.parameters, saturating_product(declared_runs(t), saturating_product(elements, info.element_bytes)));
+    const std::int64_t bytes = saturating_product(declared_runs(t), saturating_product(elements, info.element_bytes));
+    out_.memory_.parameters = saturating_sum(out_.memory_.parameters, bytes);
+    if (split_ >= 0) {
+      auto& part = out_.parts_[part_of_tensor(t)];
+      part.parameters = saturating_sum(part.parameters, bytes);
+    }
   }
   /// Runs of the block whose body declares tensor t (1 outside blocks).
   constexpr std::int64_t declared_runs(size_t t) const {
@@ -608,6 +665,12 @@ class coster {
     const std::int64_t kept = saturating_product(static_cast<std::int64_t>(copies), w);
     m.activations = saturating_sum(m.activations, kept);
     if (fb >= 0) out_.kept_in_block_[static_cast<size_t>(fb)] = saturating_sum(out_.kept_in_block_[static_cast<size_t>(fb)], kept);
+    if (split_ >= 0) {
+      const size_t at = fb == split_ ? 1
+                        : info.producer >= 0 ? part_of_op(static_cast<size_t>(info.producer))
+                                             : part_of_tensor(c);
+      out_.parts_[at].activations = saturating_sum(out_.parts_[at].activations, kept);
+    }
     if (kept_ != nullptr) kept_->push_back({c, w, copies, fb});
   }
   constexpr void peak(size_t i) {
@@ -627,10 +690,15 @@ class coster {
   static constexpr bool sends(collective k) noexcept {
     return k != collective::local_slice && k != collective::local_partial;
   }
-  constexpr void add(phase ph, collective k, std::int64_t m, std::int64_t times, std::int64_t bytes) {
-    auto& e = out_.table_[static_cast<size_t>(ph)][static_cast<size_t>(k)][static_cast<size_t>(m)];
-    e.count += static_cast<size_t>(times);
-    e.bytes = saturating_sum(e.bytes, saturating_product(times, bytes));
+  /// Adds `times` collectives of `bytes` that operator `op` sends.
+  constexpr void add(size_t op, phase ph, collective k, std::int64_t m, std::int64_t times, std::int64_t bytes) {
+    const auto into = [&](collective_total& e) {
+      e.count += static_cast<size_t>(times);
+      e.bytes = saturating_sum(e.bytes, saturating_product(times, bytes));
+    };
+    into(out_.table_[static_cast<size_t>(ph)][static_cast<size_t>(k)][static_cast<size_t>(m)]);
+    if (auto* part = part_of(op); part != nullptr && sends(k))
+      into((ph == phase::optimizer ? part->optimizer_sends : part->sends)[static_cast<size_t>(m)]);
   }
   constexpr void reshard_sends(size_t e) {
     const bool stage3 = options_.stage() == 3;
@@ -641,8 +709,8 @@ class coster {
     const auto times = static_cast<std::int64_t>(s.times);
     // ZeRO-3 keeps the updated parameter sharded: no gather after the update.
     if (stage3 && s.phase == phase::optimizer && s.kind == collective::all_gather) return;
-    add(s.phase, s.kind, s.mesh_dim, times, s.bytes);
-    if (sent_again(s)) add(phase::backward, s.kind, s.mesh_dim, times, s.bytes);
+    add(s.op, s.phase, s.kind, s.mesh_dim, times, s.bytes);
+    if (sent_again(s)) add(s.op, phase::backward, s.kind, s.mesh_dim, times, s.bytes);
   }
   /// Operator i's collectives inside its kernel (cross entropy) or a ZeRO-3 parameter's gathers.
   constexpr void op_sends(size_t i) {
@@ -656,7 +724,7 @@ class coster {
       for (auto m : a.mesh_dims_of(p_.tensor_at(logits).shape.size() - 1)) {
         const std::int64_t n = a.process_mesh().dim_size(m);
         const std::int64_t twice = saturating_product(2, tokens);  // 2 (n - 1) tokens / n, without overflow
-        add(phase::forward, collective::all_reduce, m, 3 * runs(i), twice - (twice / n + (twice % n != 0)));
+        add(i, phase::forward, collective::all_reduce, m, 3 * runs(i), twice - (twice / n + (twice % n != 0)));
       }
     }
     if (stage3 && op.phase == phase::optimizer && kind_[i] == kind::adamw) {
@@ -668,8 +736,8 @@ class coster {
       const std::int64_t n = p_.mesh().dim_size(dp);
       const std::int64_t bytes = saturating_product(
           n - 1, saturating_product(local_elements(param, r_.attr({moment})), p_.tensor_at(param).element_bytes));
-      add(phase::forward, collective::all_gather, dp, runs(i), bytes);
-      add(phase::backward, collective::all_gather, dp, runs(i), bytes);
+      add(i, phase::forward, collective::all_gather, dp, runs(i), bytes);
+      add(i, phase::backward, collective::all_gather, dp, runs(i), bytes);
     }
   }
 
@@ -727,6 +795,10 @@ class coster {
     auto& total = out_.flops_[static_cast<size_t>(p_.op_at(i).phase)];
     total = saturating_sum(total, f);
     if (recomputed(i)) out_.recompute_flops_ = saturating_sum(out_.recompute_flops_, f);
+    if (auto* part = part_of(i)) {
+      auto& into = p_.op_at(i).phase == phase::optimizer ? part->optimizer_flops : part->flops;
+      into = saturating_sum(into, recomputed(i) ? saturating_product(2, f) : f);
+    }
   }
 
   // ---- time ----
@@ -755,6 +827,14 @@ class coster {
           e.seconds = static_cast<double>(e.count) * l.latency +
                       static_cast<double>(e.bytes) / (l.bandwidth * c.communication_efficiency);
           if (!(e.seconds <= std::numeric_limits<double>::max())) too_slow();
+        }
+    for (auto& part : out.parts_)  // their links were checked above: the same collectives
+      for (size_t m = 0; m < max_mesh_ndim; ++m)
+        for (auto* e : {&part.sends[m], &part.optimizer_sends[m]}) {
+          if (e->count == 0) continue;
+          e->seconds = static_cast<double>(e->count) * c.links[m].latency +
+                       static_cast<double>(e->bytes) / (c.links[m].bandwidth * c.communication_efficiency);
+          (e == &part.sends[m] ? part.communication_seconds : part.optimizer_communication_seconds) += e->seconds;
         }
   }
 
@@ -832,6 +912,7 @@ class coster {
   const propagation<T, R>& r_;
   kept_list* kept_;
   training_options options_;
+  std::int64_t split_ = -1;  ///< the forward block whose parts are told apart, or -1
   step_cost out_{};
   loop loop_ = loop::ops;
   size_t cursor_ = 0;

@@ -1,0 +1,255 @@
+#ifndef CTSPMD_MODEL_PIPELINE_HPP
+#define CTSPMD_MODEL_PIPELINE_HPP
+/// \file Pipeline parallelism: a training step's repeated block split over the stages of a mesh
+/// dim, with its micro-batches, schedule, sends, memory per stage and bubble.
+///
+///     constexpr auto step = make_step();          // the plan's batch is one micro-batch
+///     constexpr auto r = model::verified<make_step>();
+///     constexpr auto p = model::pipeline(step, r, {.mesh_dim = 0, .micro_batches = 32});
+///     static_assert(p.peak_memory() <= 80'000'000'000);
+///
+/// Mesh dim `mesh_dim` (p devices) holds the stages. No tensor may be split or partial over it:
+/// each stage holds its layers whole, the other mesh dims shard them as the plan says. The
+/// plan's first repeated forward block (its runs, the layers) is split over the stages: evenly
+/// (its count a multiple of p), or by `stage_layers` (Llama 3 gives the first and last stages one
+/// layer fewer). What comes before the block (the embedding) is on the first stage, what comes
+/// after it (the head and the loss) on the last; their backward and optimizer operators with
+/// them. The figures are per device of a stage, from the step's cost split into those three
+/// parts (`step_part`, `<ctspmd/model/cost.hpp>`): a layer's are the block's divided by its count.
+///
+/// A step runs `micro_batches` (m) micro-batches, each the plan's batch, through the stages:
+/// - Schedules: GPipe (every forward, then every backward: each stage keeps m micro-batches'
+///   activations), 1F1B (stage r keeps min(p - r, m)), and interleaved 1F1B (each stage holds
+///   `chunks` (v) chunks of the layers, stage r's j-th the (j·p + r)-th of p·v equal chunks; stage
+///   r keeps min(p - r, m) × (1 + (p - 1)/(p·v)) micro-batches' worth, Narayanan et al. 2021).
+///   Interleaving needs the layers to divide into p·v chunks and m to be a multiple of p.
+/// - Sends: at each stage boundary, per micro-batch, the block output's local part goes forward
+///   and its gradient backward, point to point over the pipeline's mesh dim: b·s·h elements, a
+///   t-th of them when the block's output is split along the sequence over t devices. Under
+///   interleaving each chunk boundary sends: v forward and v backward a micro-batch, but the
+///   first stage's first chunk receives and the last stage's last chunk sends nothing further.
+/// - Memory of a stage: its parameters, gradients and optimizer states, and its layers'
+///   activations kept per micro-batch times the micro-batches in flight. Transient buffers are
+///   not counted (the step's own peak, `step_cost::memory().peak`, has them).
+/// - Time: a micro-batch through stage r (forward and backward) takes its FLOPs (the recomputed
+///   forward's too) / (peak × efficiency), its collectives, and its sends (latency + bytes /
+///   bandwidth of the pipeline mesh dim's link each); the step takes (m + (p − 1)/v) × the slowest
+///   stage's time (v = 1 unless interleaved) plus the slowest stage's optimizer step. The bubble
+///   is (p − 1)/(v·m) of the ideal m × that time: (p − 1)/m under GPipe and 1F1B.
+///
+/// Each violation of the above is an `spmd_error` at run time, a compile error in a constant
+/// expression, naming what is wrong.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/model/cost.hpp>
+#include <ctspmd/model/propagate.hpp>
+
+namespace ctspmd::model {
+
+/// How the micro-batches go through the stages (see the file comment).
+enum class pipeline_schedule : std::int8_t { gpipe, one_f_one_b, interleaved };
+constexpr std::string_view to_string(pipeline_schedule s) noexcept {
+  switch (s) {
+    case pipeline_schedule::gpipe: return "gpipe";
+    case pipeline_schedule::one_f_one_b: return "1f1b";
+    case pipeline_schedule::interleaved: return "interleaved";
+  }
+  return "unknown";
+}
+
+/// The most stages a pipeline has.
+inline constexpr std::size_t max_stages = 64;
+
+/// Options of `pipeline` (see the file comment).
+struct pipeline_options {
+  std::int64_t mesh_dim = -1;      ///< the mesh dim whose devices are the stages
+  std::int64_t micro_batches = 1;  ///< m, each the plan's batch
+  pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
+  std::int64_t chunks = 1;  ///< v, chunks of layers a stage holds (interleaved)
+  /// The layers of each stage, or all 0: an even split.
+  std::array<std::int64_t, max_stages> stage_layers{};
+};
+
+/// One stage: per device of it. Per micro-batch: activations, FLOPs, sends and their times;
+/// per step: memory and the optimizer's time.
+struct stage_report {
+  std::int64_t first_layer = 0, layers = 0;  ///< its first (of its first chunk) and how many
+  std::int64_t parameters = 0, gradients = 0, optimizer_states = 0;
+  std::int64_t activations = 0;  ///< kept for backward, per micro-batch
+  double in_flight = 0;          ///< micro-batches whose activations it keeps at once
+  std::int64_t memory = 0;       ///< persistent + activations × in_flight
+  std::int64_t flops = 0;        ///< forward, backward and recomputed, per micro-batch
+  std::int64_t sends = 0, send_bytes = 0;  ///< point-to-point sends per micro-batch, both directions
+  double compute_seconds = 0, communication_seconds = 0, send_seconds = 0;  ///< per micro-batch
+  double optimizer_seconds = 0;                                             ///< per step
+
+  constexpr std::int64_t persistent() const noexcept {
+    return detail::saturating_sum(detail::saturating_sum(parameters, gradients), optimizer_states);
+  }
+  /// A micro-batch's forward and backward through the stage.
+  constexpr double micro_batch_seconds() const noexcept { return compute_seconds + communication_seconds + send_seconds; }
+};
+
+/// A pipelined step (see the file comment).
+class pipeline_report {
+ public:
+  constexpr std::size_t stages() const noexcept { return count_; }
+  constexpr const stage_report& stage(std::size_t r) const {
+    if (r >= count_) raise(make_error(error_kind::invalid_argument, "pipeline", "stage {} is out of range ({})", r, count_));
+    return stages_[r];
+  }
+  constexpr std::int64_t micro_batches() const noexcept { return micro_batches_; }
+  /// The bubble: idle time as a fraction of the ideal time, (p − 1)/(v·m).
+  constexpr double bubble_fraction() const noexcept { return bubble_; }
+  /// m × the slowest stage's micro-batch time + the slowest optimizer step: no bubble.
+  constexpr double ideal_seconds() const noexcept { return ideal_; }
+  /// The step's time with the bubble.
+  constexpr double step_seconds() const noexcept { return step_; }
+  /// The largest stage memory, and its stage.
+  constexpr std::int64_t peak_memory() const noexcept { return stages_[peak_stage_].memory; }
+  constexpr std::size_t peak_stage() const noexcept { return peak_stage_; }
+  /// The bytes of one send: the block output's local part.
+  constexpr std::int64_t boundary_bytes() const noexcept { return boundary_bytes_; }
+
+ private:
+  template <std::size_t T, std::size_t O, std::size_t R>
+  friend constexpr pipeline_report pipeline(const plan<T, O>&, const propagation<T, R>&, const pipeline_options&,
+                                            const cluster&);
+  std::array<stage_report, max_stages> stages_{};
+  std::size_t count_ = 0, peak_stage_ = 0;
+  std::int64_t micro_batches_ = 0, boundary_bytes_ = 0;
+  double bubble_ = 0, ideal_ = 0, step_ = 0;
+};
+
+/// Step `step` propagated as `r`, its repeated block split over the stages of `o.mesh_dim`, on
+/// cluster `c` (see the file comment).
+template <std::size_t T, std::size_t O, std::size_t R>
+constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, R>& r, const pipeline_options& o,
+                                   const cluster& c) {
+  const auto bad = [](const char* format, std::int64_t a = 0, std::int64_t b = 0, std::int64_t d = 0) {
+    raise(make_error(error_kind::invalid_argument, "pipeline", format, a, b, d));
+  };
+  const auto& mesh = step.mesh();
+  if (o.mesh_dim < 0 || o.mesh_dim >= mesh.ndim())
+    bad("mesh_dim {} is not a dim of the plan's mesh of {} dims", o.mesh_dim, mesh.ndim());
+  const std::int64_t p = mesh.dim_size(o.mesh_dim);
+  if (p > static_cast<std::int64_t>(max_stages)) bad("{} stages: a pipeline has at most {}", p, max_stages);
+  if (!r.ok()) bad("the plan's propagation failed at operator {}", r.failed_operator());
+  for (std::size_t t = 0; t < step.tensor_count(); ++t)
+    if (r.attr({t}).shards(o.mesh_dim) || r.attr({t}).is_partial(o.mesh_dim))
+      bad("tensor {} is split or partial over the pipeline's mesh dim {}: each stage holds its layers whole",
+          static_cast<std::int64_t>(t), o.mesh_dim);
+  std::int64_t block = -1;
+  for (std::size_t b = 0; b < step.block_count() && block < 0; ++b)
+    if (step.block_at(b).mirror_of < 0) block = static_cast<std::int64_t>(b);
+  if (block < 0) bad("the plan has no repeated block to split over the stages");
+  const auto layers = static_cast<std::int64_t>(step.block_at(static_cast<std::size_t>(block)).count);
+  const std::int64_t m = o.micro_batches;
+  const bool interleaved = o.schedule == pipeline_schedule::interleaved;
+  const std::int64_t v = o.chunks;
+  if (m < 1) bad("micro_batches is {}: at least 1", m);
+  if (v < 1 || (!interleaved && v != 1)) bad("chunks is {}: 1, or more under the interleaved schedule", v);
+  bool mapped = false;
+  for (auto n : o.stage_layers) mapped = mapped || n != 0;
+  std::array<std::int64_t, max_stages> per_stage{};
+  if (mapped) {
+    if (interleaved) bad("the interleaved schedule splits the layers evenly: no stage_layers");
+    std::int64_t sum = 0;
+    for (std::int64_t s = 0; s < static_cast<std::int64_t>(max_stages); ++s) {
+      const auto n = o.stage_layers[static_cast<std::size_t>(s)];
+      if (s < p ? n < 1 : n != 0) bad("stage_layers[{}] is {}: each of the {} stages has at least one layer", s, n, p);
+      per_stage[static_cast<std::size_t>(s)] = n;
+      sum += n;
+    }
+    if (sum != layers) bad("stage_layers add up to {} layers, but the block has {}", sum, layers);
+  } else {
+    if (layers % (p * v) != 0)
+      bad("the block's {} layers do not divide into {} stages x chunks: give stage_layers", layers, p * v);
+    for (std::int64_t s = 0; s < p; ++s) per_stage[static_cast<std::size_t>(s)] = layers / p;
+  }
+  if (interleaved && m % p != 0) bad("the interleaved schedule needs micro_batches ({}) a multiple of the stages ({})", m, p);
+
+  detail::coster<T, O, R> k(step, r, nullptr, block);
+  k.resume(static_cast<std::size_t>(-1));
+  const step_cost cost = k.result(c);
+  const step_part &before = cost.part(0), &body = cost.part(1), &after = cost.part(2);
+  const link& l = c.links[static_cast<std::size_t>(o.mesh_dim)];
+  const double speed = c.peak_flops * c.compute_efficiency;
+
+  pipeline_report out;
+  out.count_ = static_cast<std::size_t>(p);
+  out.micro_batches_ = m;
+  out.boundary_bytes_ = cost.boundary_bytes();
+  const auto share = [&](std::int64_t total, std::int64_t n) { return total / layers * n; };
+  const auto sum3 = [](std::int64_t a, std::int64_t b, std::int64_t d) {
+    return detail::saturating_sum(detail::saturating_sum(a, b), d);
+  };
+  std::int64_t first = 0;
+  double slowest = 0, slowest_optimizer = 0;
+  for (std::int64_t s = 0; s < p; ++s) {
+    auto& st = out.stages_[static_cast<std::size_t>(s)];
+    const std::int64_t n = per_stage[static_cast<std::size_t>(s)];
+    const bool head = s == 0, tail = s == p - 1;
+    const auto extra = [&](std::int64_t step_part::*f) { return (head ? before.*f : 0) + (tail ? after.*f : 0); };
+    const auto extra_seconds = [&](double step_part::*f) { return (head ? before.*f : 0.0) + (tail ? after.*f : 0.0); };
+    st.first_layer = interleaved ? s * layers / (p * v) : first;
+    st.layers = n;
+    first += n;
+    st.parameters = sum3(share(body.parameters, n), extra(&step_part::parameters), 0);
+    st.gradients = sum3(share(body.gradients, n), extra(&step_part::gradients), 0);
+    st.optimizer_states = sum3(share(body.optimizer_states, n), extra(&step_part::optimizer_states), 0);
+    st.activations = sum3(share(body.activations, n), extra(&step_part::activations), 0);
+    st.flops = sum3(share(body.flops, n), extra(&step_part::flops), 0);
+    const double per_layer = body.communication_seconds / static_cast<double>(layers);
+    st.communication_seconds = per_layer * static_cast<double>(n) + extra_seconds(&step_part::communication_seconds);
+    const std::int64_t forward_sends = v - (tail ? 1 : 0), backward_sends = v - (head ? 1 : 0);
+    st.sends = forward_sends + backward_sends;
+    st.send_bytes = detail::saturating_product(st.sends, cost.boundary_bytes());
+    if (st.sends > 0 && !(l.bandwidth > 0))
+      bad("the pipeline's mesh dim {} sends between stages, but its link has no bandwidth", o.mesh_dim);
+    st.send_seconds = st.sends > 0 ? static_cast<double>(st.sends) * l.latency +
+                                         static_cast<double>(st.send_bytes) / (l.bandwidth * c.communication_efficiency)
+                                   : 0.0;
+    st.compute_seconds = static_cast<double>(st.flops) / speed;
+    const std::int64_t optimizer_flops = sum3(share(body.optimizer_flops, n), extra(&step_part::optimizer_flops), 0);
+    st.optimizer_seconds = static_cast<double>(optimizer_flops) / speed +
+                           body.optimizer_communication_seconds / static_cast<double>(layers) * static_cast<double>(n) +
+                           extra_seconds(&step_part::optimizer_communication_seconds);
+    const std::int64_t ahead = p - s < m ? p - s : m;
+    st.in_flight = o.schedule == pipeline_schedule::gpipe ? static_cast<double>(m)
+                   : interleaved ? static_cast<double>(ahead) *
+                                       (1.0 + static_cast<double>(p - 1) / static_cast<double>(p * v))
+                                 : static_cast<double>(ahead);
+    // activations x in flight, rounded up (saturating)
+    const double kept = static_cast<double>(st.activations) * st.in_flight;
+    std::int64_t kept_bytes = std::numeric_limits<std::int64_t>::max();
+    if (kept < 9.2e18) {
+      kept_bytes = static_cast<std::int64_t>(kept);
+      if (static_cast<double>(kept_bytes) < kept) ++kept_bytes;
+    }
+    st.memory = detail::saturating_sum(st.persistent(), kept_bytes);
+    if (st.memory > out.stages_[out.peak_stage_].memory) out.peak_stage_ = static_cast<std::size_t>(s);
+    if (st.micro_batch_seconds() > slowest) slowest = st.micro_batch_seconds();
+    if (st.optimizer_seconds > slowest_optimizer) slowest_optimizer = st.optimizer_seconds;
+  }
+  out.bubble_ = static_cast<double>(p - 1) / static_cast<double>(v * m);
+  out.ideal_ = static_cast<double>(m) * slowest + slowest_optimizer;
+  out.step_ = (static_cast<double>(m) + static_cast<double>(p - 1) / static_cast<double>(v)) * slowest + slowest_optimizer;
+  return out;
+}
+
+/// The same on 8-GPU H100 nodes (`h100_cluster` of the plan's mesh).
+template <std::size_t T, std::size_t O, std::size_t R>
+constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, R>& r, const pipeline_options& o) {
+  return pipeline(step, r, o, h100_cluster(step.mesh()));
+}
+
+}  // namespace ctspmd::model
+
+#endif
