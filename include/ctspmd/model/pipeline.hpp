@@ -163,7 +163,8 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
     std::int64_t sum = 0;
     for (std::int64_t s = 0; s < static_cast<std::int64_t>(max_stages); ++s) {
       const auto n = o.stage_layers[static_cast<std::size_t>(s)];
-      if (s < p ? n < 1 : n != 0) bad("stage_layers[{}] is {}: each of the {} stages has at least one layer", s, n, p);
+      if (s < p && n < 1) bad("stage_layers[{}] is {}: each of the {} stages has at least one layer", s, n, p);
+      if (s >= p && n != 0) bad("stage_layers[{}] is {}, but the pipeline has {} stages", s, n, p);
       per_stage[static_cast<std::size_t>(s)] = n;
       sum += n;
     }

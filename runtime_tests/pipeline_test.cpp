@@ -1,0 +1,86 @@
+// Pipeline reports at run time: the same as at compile time, and an spmd_error naming what is
+// wrong for each bad option.
+#include <ctspmd/model/pipeline.hpp>
+#include <ctspmd/model/training.hpp>
+
+#include <doctest/doctest.h>
+
+#include "check_error.hpp"
+
+using namespace ctspmd;
+using ctspmd_test::check_error;
+
+namespace {
+
+constexpr process_mesh mesh({2, 2});  // [pp, dp]
+using plan_type = model::plan<24, 12>;
+
+/// `layers` layers of a linear map, the batch split over mesh dim `batch_on`.
+constexpr auto make_step(std::size_t layers, std::int64_t batch_on = 1) {
+  plan_type p(mesh);
+  auto x0 = p.tensor("x0", {8, 16}, {batch_on, -1}, model::bfloat16);
+  auto out = p.repeat(layers, x0, [&](plan_type& b, model::tensor_id x) {
+    auto w = b.parameter("w", {16, 16}, model::bfloat16);
+    auto y = b.tensor("y", {8, 16}, model::bfloat16);
+    b.op<"matmul">({x, w}, {y}, {}, "linear");
+    return y;
+  });
+  return model::training_step(p, out);
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: the same report at run time as at compile time") {
+  constexpr auto step = make_step(4);
+  constexpr auto r = model::propagate(step);
+  constexpr auto at_compile_time = model::pipeline(step, r, {.mesh_dim = 0, .micro_batches = 4});
+  const auto at_run_time = model::pipeline(make_step(4), model::propagate(make_step(4)), {.mesh_dim = 0, .micro_batches = 4});
+  REQUIRE(at_run_time.stages() == 2);
+  for (std::size_t s = 0; s < 2; ++s) {
+    CHECK(at_run_time.stage(s).parameters == at_compile_time.stage(s).parameters);
+    CHECK(at_run_time.stage(s).memory == at_compile_time.stage(s).memory);
+    CHECK(at_run_time.stage(s).micro_batch_seconds() == at_compile_time.stage(s).micro_batch_seconds());
+  }
+  CHECK(at_run_time.step_seconds() == at_compile_time.step_seconds());
+  CHECK(at_run_time.stage(0).parameters == 2 * 16 * 16 * 2);  // two layers' weights, bf16
+  CHECK(at_run_time.boundary_bytes() == 4 * 16 * 2);        // a dp rank's rows of the output
+}
+
+TEST_CASE("pipeline: errors name what is wrong") {
+  const auto step = make_step(4);
+  const auto r = model::propagate(step);
+  using model::pipeline_schedule;
+  const auto fails = [&](const model::pipeline_options& o, std::string_view message) {
+    check_error([&] { (void)model::pipeline(step, r, o); }, error_kind::invalid_argument, message);
+  };
+  fails({.mesh_dim = 2}, "pipeline: mesh_dim 2 is not a dim of the plan's mesh of 2 dims");
+  fails({.mesh_dim = 0, .micro_batches = 0}, "micro_batches is 0: at least 1");
+  fails({.mesh_dim = 0, .chunks = 2}, "chunks is 2: 1, or more under the interleaved schedule");
+  fails({.mesh_dim = 0, .micro_batches = 4, .schedule = pipeline_schedule::interleaved, .chunks = 4},
+        "the block's 4 layers do not divide into 8 stages x chunks: give stage_layers");
+  fails({.mesh_dim = 0, .micro_batches = 3, .schedule = pipeline_schedule::interleaved, .chunks = 2},
+        "the interleaved schedule needs micro_batches (3) a multiple of the stages (2)");
+  fails({.mesh_dim = 0, .stage_layers = {3, 2}}, "stage_layers add up to 5 layers, but the block has 4");
+  fails({.mesh_dim = 0, .stage_layers = {4, 0}}, "stage_layers[1] is 0: each of the 2 stages has at least one layer");
+  fails({.mesh_dim = 0, .stage_layers = {2, 1, 1}}, "stage_layers[2] is 1, but the pipeline has 2 stages");
+  fails({.mesh_dim = 0, .schedule = pipeline_schedule::interleaved, .chunks = 2, .stage_layers = {2, 2}},
+        "the interleaved schedule splits the layers evenly: no stage_layers");
+  const auto odd = make_step(3);
+  check_error([&] { (void)model::pipeline(odd, model::propagate(odd), {.mesh_dim = 0}); }, error_kind::invalid_argument,
+              "the block's 3 layers do not divide into 2 stages x chunks: give stage_layers");
+  const auto split = make_step(4, 0);
+  check_error([&] { (void)model::pipeline(split, model::propagate(split), {.mesh_dim = 0}); }, error_kind::invalid_argument,
+              "is split or partial over the pipeline's mesh dim 0: each stage holds its layers whole");
+  model::cluster slow = model::h100_cluster(mesh);
+  slow.links[0] = {};
+  check_error([&] { (void)model::pipeline(step, r, {.mesh_dim = 0}, slow); }, error_kind::invalid_argument,
+              "the pipeline's mesh dim 0 sends between stages, but its link has no bandwidth");
+  model::plan<8, 4> flat(mesh);
+  auto x = flat.tensor("x", {8, 16});
+  auto w = flat.parameter("w", {16, 16});
+  auto y = flat.tensor("y", {8, 16});
+  flat.op<"matmul">({x, w}, {y}, {}, "linear");
+  const auto flat_step = model::training_step(flat, y);
+  check_error([&] { (void)model::pipeline(flat_step, model::propagate(flat_step), {.mesh_dim = 0}); },
+              error_kind::invalid_argument, "the plan has no repeated block to split over the stages");
+}
