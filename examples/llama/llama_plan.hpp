@@ -19,14 +19,24 @@ namespace llama {
 
 using namespace ctspmd;
 
-// Llama-3-8B (Meta's published config): hidden 4096, 32 layers, 32 query heads and 8 key/value
-// heads of 128, intermediate (SwiGLU) size 14336, vocabulary 128256, context 8192.
-inline constexpr std::int64_t hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128, ffn = 14336;
-inline constexpr std::int64_t vocab = 128256, seq = 8192, layers = 32;
-inline constexpr std::int64_t dp = 2, mp = 8, batch = 2;  // mesh [dp, mp]; one sequence per dp rank
+/// Llama-3-8B (Meta's published config): hidden 4096, 32 layers, 32 query heads and 8 key/value
+/// heads of 128, intermediate (SwiGLU) size 14336, vocabulary 128256, context 8192; on a mesh
+/// [dp 2, mp 8], one sequence per dp rank. (A model is a type with these members: `forward`'s
+/// third argument; examples/llama/llama405b.cpp has another.)
+struct llama3_8b {
+  static constexpr std::int64_t hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128, ffn = 14336;
+  static constexpr std::int64_t vocab = 128256, seq = 8192, layers = 32;
+  static constexpr std::int64_t dp = 2, mp = 8, batch = 2;
+  static constexpr process_mesh mesh{{dp, mp}};
+  static constexpr std::int64_t dp_dim = 0, mp_dim = 1;  ///< the mesh dims of data and tensor parallelism
+};
+inline constexpr std::int64_t hidden = llama3_8b::hidden, heads = llama3_8b::heads, kv_heads = llama3_8b::kv_heads,
+                              head_dim = llama3_8b::head_dim, ffn = llama3_8b::ffn;
+inline constexpr std::int64_t vocab = llama3_8b::vocab, seq = llama3_8b::seq, layers = llama3_8b::layers;
+inline constexpr std::int64_t dp = llama3_8b::dp, mp = llama3_8b::mp, batch = llama3_8b::batch;
 inline constexpr auto bf16 = model::bfloat16;
 inline constexpr auto int64 = model::int64;
-inline constexpr process_mesh mesh({dp, mp});
+inline constexpr process_mesh mesh = llama3_8b::mesh;
 
 enum class variant {
   tensor_parallel,
@@ -36,65 +46,68 @@ enum class variant {
 
 using plan_type = model::plan<72, 40>;
 
-/// The forward plan of a decoder with `Layers` layers (one repeated block) and its loss.
-template <std::size_t Layers, variant V = variant::tensor_parallel>
+/// The forward plan of a decoder with `Layers` layers (one repeated block) and its loss, of
+/// model `M` (sizes, mesh and its dp and mp dims; other mesh dims, such as a pipeline's, hold
+/// every tensor whole).
+template <std::size_t Layers, variant V = variant::tensor_parallel, class M = llama3_8b>
 struct forward {
-  plan_type plan{mesh};
+  plan_type plan{M::mesh};
   model::tensor_id loss{};
 
   constexpr forward() {
     constexpr bool sp = V == variant::sequence_parallel;
+    constexpr std::int64_t on_dp = M::dp_dim, on_mp = M::mp_dim;
     auto& p = plan;
     using model::tensor_id;
-    const tensor_shape act{batch, seq, hidden};
-    const dims_mapping outside = sp ? dims_mapping{0, 1, -1} : dims_mapping{0, -1, -1};  // between the regions
-    const dims_mapping inside{0, -1, -1};
+    const tensor_shape act{M::batch, M::seq, M::hidden};
+    const dims_mapping outside = sp ? dims_mapping{on_dp, on_mp, -1} : dims_mapping{on_dp, -1, -1};  // between the regions
+    const dims_mapping inside{on_dp, -1, -1};
 
-    auto ids = p.tensor("ids", {batch, seq}, {0, -1}, int64);
-    auto wte = p.parameter("wte", {vocab, hidden}, {1, -1}, bf16);  // vocabulary-parallel embedding
+    auto ids = p.tensor("ids", {M::batch, M::seq}, {on_dp, -1}, int64);
+    auto wte = p.parameter("wte", {M::vocab, M::hidden}, {on_mp, -1}, bf16);  // vocabulary-parallel embedding
     auto emb = p.tensor("emb", act, bf16);
     // Megatron's vocabulary-parallel embedding: each device looks up the ids in its rows (others
     // give zeros), so the output is partial over mp.
-    p.op<"c_embedding">({wte, ids}, {emb}, {.vocab_size = vocab}, "embed");
+    p.op<"c_embedding">({wte, ids}, {emb}, {.vocab_size = M::vocab}, "embed");
     auto x0 = p.tensor("x0", act, outside, bf16);
     p.op<"assign">({emb}, {x0}, {}, "embed.reduce");
     // Rotary tables [1, seq, 1, head_dim] and positions, the same in every layer.
-    auto sin = p.tensor("rope.sin", {1, seq, 1, head_dim}, bf16), cos = p.tensor("rope.cos", {1, seq, 1, head_dim}, bf16);
-    auto pos = p.tensor("position_ids", {batch, seq}, {0, -1}, int64);
+    auto sin = p.tensor("rope.sin", {1, M::seq, 1, M::head_dim}, bf16), cos = p.tensor("rope.cos", {1, M::seq, 1, M::head_dim}, bf16);
+    auto pos = p.tensor("position_ids", {M::batch, M::seq}, {on_dp, -1}, int64);
 
     auto out = p.repeat(Layers, x0, [&](plan_type& b, tensor_id x) {
       // ---- attention ----
-      auto ln1_w = b.parameter("ln1.weight", {hidden}, bf16);
-      auto ln1 = b.tensor("ln1", act, bf16), ln1_invvar = b.tensor("ln1.invvar", {batch, seq});
+      auto ln1_w = b.parameter("ln1.weight", {M::hidden}, bf16);
+      auto ln1 = b.tensor("ln1", act, bf16), ln1_invvar = b.tensor("ln1.invvar", {M::batch, M::seq});
       b.op<"rms_norm">({x, ln1_w}, {ln1, ln1_invvar}, {}, "ln1");
       auto h = b.tensor("attn.in", act, inside, bf16);
       b.op<"assign">({ln1}, {h}, {}, "attn.gather");
-      auto wq = b.parameter("wq", {hidden, heads * head_dim}, {-1, 1}, bf16);  // column parallel
-      auto wk = b.parameter("wk", {hidden, kv_heads * head_dim}, {-1, 1}, bf16);
-      auto wv = b.parameter("wv", {hidden, kv_heads * head_dim}, {-1, 1}, bf16);
-      auto q = b.tensor("q", {batch, seq, heads * head_dim}, bf16);
-      auto k = b.tensor("k", {batch, seq, kv_heads * head_dim}, bf16);
-      auto v = b.tensor("v", {batch, seq, kv_heads * head_dim}, bf16);
+      auto wq = b.parameter("wq", {M::hidden, M::heads * M::head_dim}, {-1, on_mp}, bf16);  // column parallel
+      auto wk = b.parameter("wk", {M::hidden, M::kv_heads * M::head_dim}, {-1, on_mp}, bf16);
+      auto wv = b.parameter("wv", {M::hidden, M::kv_heads * M::head_dim}, {-1, on_mp}, bf16);
+      auto q = b.tensor("q", {M::batch, M::seq, M::heads * M::head_dim}, bf16);
+      auto k = b.tensor("k", {M::batch, M::seq, M::kv_heads * M::head_dim}, bf16);
+      auto v = b.tensor("v", {M::batch, M::seq, M::kv_heads * M::head_dim}, bf16);
       b.op<"matmul">({h, wq}, {q}, {}, "attn.q");
       b.op<"matmul">({h, wk}, {k}, {}, "attn.k");
       b.op<"matmul">({h, wv}, {v}, {}, "attn.v");
-      auto q4 = b.tensor("q.heads", {batch, seq, heads, head_dim}, bf16);
-      auto k4 = b.tensor("k.heads", {batch, seq, kv_heads, head_dim}, bf16);
-      auto v4 = b.tensor("v.heads", {batch, seq, kv_heads, head_dim}, bf16);
-      b.op<"reshape">({q}, {q4}, {.shape = {batch, seq, heads, head_dim}}, "attn.q.heads");
-      b.op<"reshape">({k}, {k4}, {.shape = {batch, seq, kv_heads, head_dim}}, "attn.k.heads");
-      b.op<"reshape">({v}, {v4}, {.shape = {batch, seq, kv_heads, head_dim}}, "attn.v.heads");
+      auto q4 = b.tensor("q.heads", {M::batch, M::seq, M::heads, M::head_dim}, bf16);
+      auto k4 = b.tensor("k.heads", {M::batch, M::seq, M::kv_heads, M::head_dim}, bf16);
+      auto v4 = b.tensor("v.heads", {M::batch, M::seq, M::kv_heads, M::head_dim}, bf16);
+      b.op<"reshape">({q}, {q4}, {.shape = {M::batch, M::seq, M::heads, M::head_dim}}, "attn.q.heads");
+      b.op<"reshape">({k}, {k4}, {.shape = {M::batch, M::seq, M::kv_heads, M::head_dim}}, "attn.k.heads");
+      b.op<"reshape">({v}, {v4}, {.shape = {M::batch, M::seq, M::kv_heads, M::head_dim}}, "attn.v.heads");
       auto no_v = b.tensor("rope.no_v", {}), no_v_out = b.tensor("rope.no_v.out", {});
-      auto qr = b.tensor("q.rope", {batch, seq, heads, head_dim}, bf16);
-      auto kr = b.tensor("k.rope", {batch, seq, kv_heads, head_dim}, bf16);
+      auto qr = b.tensor("q.rope", {M::batch, M::seq, M::heads, M::head_dim}, bf16);
+      auto kr = b.tensor("k.rope", {M::batch, M::seq, M::kv_heads, M::head_dim}, bf16);
       b.op<"fused_rope">({q4, k4, no_v, sin, cos, pos}, {qr, kr, no_v_out}, {}, "attn.rope");
-      auto ctx = b.tensor("ctx", {batch, seq, heads, head_dim}, bf16);
-      auto probs = b.tensor("attn.softmax", {batch, heads, seq, seq}, bf16);
-      auto lse = b.tensor("attn.lse", {batch, heads, seq}), seed = b.tensor("attn.seed", {2}, int64);
+      auto ctx = b.tensor("ctx", {M::batch, M::seq, M::heads, M::head_dim}, bf16);
+      auto probs = b.tensor("attn.softmax", {M::batch, M::heads, M::seq, M::seq}, bf16);
+      auto lse = b.tensor("attn.lse", {M::batch, M::heads, M::seq}), seed = b.tensor("attn.seed", {2}, int64);
       b.op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true}, "attn.core");
       auto ctx_flat = b.tensor("ctx.flat", act, bf16);
-      b.op<"reshape">({ctx}, {ctx_flat}, {.shape = {batch, seq, hidden}}, "attn.merge");
-      auto wo = b.parameter("wo", {heads * head_dim, hidden}, {1, -1}, bf16);  // row parallel
+      b.op<"reshape">({ctx}, {ctx_flat}, {.shape = {M::batch, M::seq, M::hidden}}, "attn.merge");
+      auto wo = b.parameter("wo", {M::heads * M::head_dim, M::hidden}, {on_mp, -1}, bf16);  // row parallel
       auto o = b.tensor("attn.o", act, bf16);
       b.op<"matmul">({ctx_flat, wo}, {o}, {}, "attn.o");  // partial over mp
       auto attn = b.tensor("attn.out", act, outside, bf16);
@@ -103,20 +116,20 @@ struct forward {
       b.op<"add">({x, attn}, {x1}, {}, "attn.residual");
 
       // ---- SwiGLU MLP ----
-      auto ln2_w = b.parameter("ln2.weight", {hidden}, bf16);
-      auto ln2 = b.tensor("ln2", act, bf16), ln2_invvar = b.tensor("ln2.invvar", {batch, seq});
+      auto ln2_w = b.parameter("ln2.weight", {M::hidden}, bf16);
+      auto ln2 = b.tensor("ln2", act, bf16), ln2_invvar = b.tensor("ln2.invvar", {M::batch, M::seq});
       b.op<"rms_norm">({x1, ln2_w}, {ln2, ln2_invvar}, {}, "ln2");
       auto m = b.tensor("mlp.in", act, inside, bf16);
       b.op<"assign">({ln2}, {m}, {}, "mlp.gather");
-      auto w_gate = b.parameter("w_gate", {hidden, ffn}, {-1, 1}, bf16);  // column parallel
-      auto w_up = b.parameter("w_up", {hidden, ffn}, {-1, 1}, bf16);
-      auto gate = b.tensor("gate", {batch, seq, ffn}, bf16), up = b.tensor("up", {batch, seq, ffn}, bf16);
+      auto w_gate = b.parameter("w_gate", {M::hidden, M::ffn}, {-1, on_mp}, bf16);  // column parallel
+      auto w_up = b.parameter("w_up", {M::hidden, M::ffn}, {-1, on_mp}, bf16);
+      auto gate = b.tensor("gate", {M::batch, M::seq, M::ffn}, bf16), up = b.tensor("up", {M::batch, M::seq, M::ffn}, bf16);
       b.op<"matmul">({m, w_gate}, {gate}, {}, "mlp.gate");
       b.op<"matmul">({m, w_up}, {up}, {}, "mlp.up");
-      auto act_ffn = b.tensor("swiglu", {batch, seq, ffn}, bf16);
+      auto act_ffn = b.tensor("swiglu", {M::batch, M::seq, M::ffn}, bf16);
       b.op<"swiglu">({gate, up}, {act_ffn}, {}, "mlp.swiglu");
-      auto w_down = V == variant::down_weight_by_columns ? b.parameter("w_down", {ffn, hidden}, {-1, 1}, bf16)
-                                                         : b.parameter("w_down", {ffn, hidden}, {1, -1}, bf16);  // row parallel
+      auto w_down = V == variant::down_weight_by_columns ? b.parameter("w_down", {M::ffn, M::hidden}, {-1, on_mp}, bf16)
+                                                         : b.parameter("w_down", {M::ffn, M::hidden}, {on_mp, -1}, bf16);  // row parallel
       auto d = b.tensor("mlp.d", act, bf16);
       b.op<"matmul">({act_ffn, w_down}, {d}, {}, "mlp.down");  // partial over mp
       auto down = b.tensor("mlp.out", act, outside, bf16);
@@ -126,18 +139,18 @@ struct forward {
       return x2;
     });
 
-    auto norm_w = p.parameter("norm.weight", {hidden}, bf16);
-    auto normed = p.tensor("norm", act, bf16), norm_invvar = p.tensor("norm.invvar", {batch, seq});
+    auto norm_w = p.parameter("norm.weight", {M::hidden}, bf16);
+    auto normed = p.tensor("norm", act, bf16), norm_invvar = p.tensor("norm.invvar", {M::batch, M::seq});
     p.op<"rms_norm">({out, norm_w}, {normed, norm_invvar}, {}, "norm");
     auto head_in = p.tensor("head.in", act, inside, bf16);
     p.op<"assign">({normed}, {head_in}, {}, "head.gather");
-    auto w_lm = p.parameter("lm_head", {hidden, vocab}, {-1, 1}, bf16);  // vocabulary parallel
-    auto logits = p.tensor("logits", {batch, seq, vocab}, bf16);
+    auto w_lm = p.parameter("lm_head", {M::hidden, M::vocab}, {-1, on_mp}, bf16);  // vocabulary parallel
+    auto logits = p.tensor("logits", {M::batch, M::seq, M::vocab}, bf16);
     p.op<"matmul">({head_in, w_lm}, {logits}, {}, "lm_head");
-    auto labels = p.tensor("labels", {batch, seq, 1}, {0, -1, -1}, int64);
-    auto probs = p.tensor("softmax", {batch, seq, vocab}), token_loss = p.tensor("loss", {batch, seq, 1});
+    auto labels = p.tensor("labels", {M::batch, M::seq, 1}, {on_dp, -1, -1}, int64);
+    auto probs = p.tensor("softmax", {M::batch, M::seq, M::vocab}), token_loss = p.tensor("loss", {M::batch, M::seq, 1});
     // Megatron's vocabulary-parallel cross entropy: each device holds a slice of the vocabulary.
-    p.op<"c_softmax_with_cross_entropy">({logits, labels}, {probs, token_loss}, {.nranks = mp}, "loss");
+    p.op<"c_softmax_with_cross_entropy">({logits, labels}, {probs, token_loss}, {.nranks = M::mp}, "loss");
     // (Its own max and sum all-reduces over the vocabulary are inside its kernel, not reshards.)
     loss = token_loss;
   }
@@ -162,9 +175,10 @@ inline constexpr model::training_options megatron{.shard_optimizer_states_on = 0
 /// Full recomputation: each layer keeps its input only.
 inline constexpr model::training_options full_recompute{.recompute = model::recompute::full};
 
-template <std::size_t Layers, variant V = variant::tensor_parallel, model::training_options Options = model::training_options{}>
+template <std::size_t Layers, variant V = variant::tensor_parallel, model::training_options Options = model::training_options{},
+          class M = llama3_8b>
 constexpr auto make_step() {
-  const forward<Layers, V> f;
+  const forward<Layers, V, M> f;
   return model::training_step(f.plan, f.loss, Options);
 }
 

@@ -164,7 +164,7 @@ class kept_tensor_list {
 /// tensors before the repeated block it splits over the stages, the block (all its runs), or
 /// after it. Forward and backward figures (FLOPs with the recomputed forward's) apart from the
 /// optimizer's.
-struct step_part {
+struct split_part {
   std::int64_t parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
   std::int64_t flops = 0, optimizer_flops = 0;
   std::array<collective_total, max_mesh_ndim> sends{}, optimizer_sends{};  ///< per mesh dim
@@ -236,7 +236,7 @@ class step_cost {
 
   /// With a cost split at a repeated block (`pipeline`'s): part 0 before the block, 1 the block,
   /// 2 after it; all zero otherwise. `boundary_bytes()`: the block output's local bytes.
-  constexpr const step_part& part(std::size_t i) const {
+  constexpr const split_part& part(std::size_t i) const {
     if (i >= 3) raise(make_error(error_kind::invalid_argument, "step_cost", "part {} is out of range (3)", i));
     return parts_[i];
   }
@@ -256,7 +256,7 @@ class step_cost {
   std::int64_t recompute_flops_ = 0;
   collective_total table_[phase_count][collective_count][max_mesh_ndim] = {};
   double compute_seconds_ = 0, peak_flops_ = 0;
-  std::array<step_part, 3> parts_{};
+  std::array<split_part, 3> parts_{};
   std::int64_t boundary_bytes_ = 0;
 };
 
@@ -272,7 +272,7 @@ class coster {
   using kept_list = kept_tensor_list<T>;
   /// A cost of step `p` propagated as `r` (and, if `kept` is given, the list of the tensors kept
   /// for backward); with `split` a forward block's index, its figures are also split into
-  /// `step_part`s (before the block, the block, after it).
+  /// `split_part`s (before the block, the block, after it).
   constexpr coster(const plan<T, O>& p, const propagation<T, R>& r, kept_list* kept = nullptr, std::int64_t split = -1)
       : p_(p), r_(r), kept_(kept), options_(p.training()), split_(split) {
     for (auto& m : mirror_) m = -1;
@@ -393,7 +393,7 @@ class coster {
     return block_of_[op];
   }
 
-  // ---- the parts of a split step (see `step_part`) ----
+  // ---- the parts of a split step (see `split_part`) ----
   /// The part tensor t is declared in.
   constexpr size_t part_of_tensor(size_t t) const {
     const auto& b = p_.block_at(static_cast<size_t>(split_));
@@ -416,7 +416,7 @@ class coster {
     if (kind_[i] == kind::adamw) return part_of_tensor(static_cast<size_t>(p_.tensor_at(op.inputs[3]).role_of));
     return op.inputs.empty() ? 2 : part_of_tensor(op.inputs[0]);
   }
-  constexpr step_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts_[part_of_op(i)]; }
+  constexpr split_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts_[part_of_op(i)]; }
 
   // ---- sizes ----
   /// The number of parts layout `a` splits dim d into.

@@ -15,7 +15,7 @@
 /// layer fewer). What comes before the block (the embedding) is on the first stage, what comes
 /// after it (the head and the loss) on the last; their backward and optimizer operators with
 /// them. The figures are per device of a stage, from the step's cost split into those three
-/// parts (`step_part`, `<ctspmd/model/cost.hpp>`): a layer's are the block's divided by its count.
+/// parts (`split_part`, `<ctspmd/model/cost.hpp>`): a layer's are the block's divided by its count.
 ///
 /// A step runs `micro_batches` (m) micro-batches, each the plan's batch, through the stages:
 /// - Schedules: GPipe (every forward, then every backward: each stage keeps m micro-batches'
@@ -179,7 +179,7 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
   detail::coster<T, O, R> k(step, r, nullptr, block);
   k.resume(static_cast<std::size_t>(-1));
   const step_cost cost = k.result(c);
-  const step_part &before = cost.part(0), &body = cost.part(1), &after = cost.part(2);
+  const split_part &before = cost.part(0), &body = cost.part(1), &after = cost.part(2);
   const link& l = c.links[static_cast<std::size_t>(o.mesh_dim)];
   const double speed = c.peak_flops * c.compute_efficiency;
 
@@ -197,18 +197,18 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
     auto& st = out.stages_[static_cast<std::size_t>(s)];
     const std::int64_t n = per_stage[static_cast<std::size_t>(s)];
     const bool head = s == 0, tail = s == p - 1;
-    const auto extra = [&](std::int64_t step_part::*f) { return (head ? before.*f : 0) + (tail ? after.*f : 0); };
-    const auto extra_seconds = [&](double step_part::*f) { return (head ? before.*f : 0.0) + (tail ? after.*f : 0.0); };
+    const auto extra = [&](std::int64_t split_part::*f) { return (head ? before.*f : 0) + (tail ? after.*f : 0); };
+    const auto extra_seconds = [&](double split_part::*f) { return (head ? before.*f : 0.0) + (tail ? after.*f : 0.0); };
     st.first_layer = interleaved ? s * layers / (p * v) : first;
     st.layers = n;
     first += n;
-    st.parameters = sum3(share(body.parameters, n), extra(&step_part::parameters), 0);
-    st.gradients = sum3(share(body.gradients, n), extra(&step_part::gradients), 0);
-    st.optimizer_states = sum3(share(body.optimizer_states, n), extra(&step_part::optimizer_states), 0);
-    st.activations = sum3(share(body.activations, n), extra(&step_part::activations), 0);
-    st.flops = sum3(share(body.flops, n), extra(&step_part::flops), 0);
+    st.parameters = sum3(share(body.parameters, n), extra(&split_part::parameters), 0);
+    st.gradients = sum3(share(body.gradients, n), extra(&split_part::gradients), 0);
+    st.optimizer_states = sum3(share(body.optimizer_states, n), extra(&split_part::optimizer_states), 0);
+    st.activations = sum3(share(body.activations, n), extra(&split_part::activations), 0);
+    st.flops = sum3(share(body.flops, n), extra(&split_part::flops), 0);
     const double per_layer = body.communication_seconds / static_cast<double>(layers);
-    st.communication_seconds = per_layer * static_cast<double>(n) + extra_seconds(&step_part::communication_seconds);
+    st.communication_seconds = per_layer * static_cast<double>(n) + extra_seconds(&split_part::communication_seconds);
     const std::int64_t forward_sends = v - (tail ? 1 : 0), backward_sends = v - (head ? 1 : 0);
     st.sends = forward_sends + backward_sends;
     st.send_bytes = detail::saturating_product(st.sends, cost.boundary_bytes());
@@ -218,10 +218,10 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
                                          static_cast<double>(st.send_bytes) / (l.bandwidth * c.communication_efficiency)
                                    : 0.0;
     st.compute_seconds = static_cast<double>(st.flops) / speed;
-    const std::int64_t optimizer_flops = sum3(share(body.optimizer_flops, n), extra(&step_part::optimizer_flops), 0);
+    const std::int64_t optimizer_flops = sum3(share(body.optimizer_flops, n), extra(&split_part::optimizer_flops), 0);
     st.optimizer_seconds = static_cast<double>(optimizer_flops) / speed +
                            body.optimizer_communication_seconds / static_cast<double>(layers) * static_cast<double>(n) +
-                           extra_seconds(&step_part::optimizer_communication_seconds);
+                           extra_seconds(&split_part::optimizer_communication_seconds);
     const std::int64_t ahead = p - s < m ? p - s : m;
     st.in_flight = o.schedule == pipeline_schedule::gpipe ? static_cast<double>(m)
                    : interleaved ? static_cast<double>(ahead) *
