@@ -8,6 +8,10 @@
 // is 32 micro-batches a dp rank; under 1F1B stage r keeps min(16 - r, 32) micro-batches'
 // activations. Megatron's mixed precision: bf16 parameters, fp32 gradients, fp32 master weights
 // and moments sharded over dp (ZeRO-1, 6 + 12/64 bytes a parameter).
+//
+// Its long-context stage: sequences of 131,072 on [pp 16, dp 4, cp 16, tp 8], context
+// parallelism 16 (each device a chunk of 8,192 positions; attention gathers keys and values over
+// cp), the same 16M tokens a step: 128 sequences, 32 micro-batches a dp rank.
 #include <cstdio>
 
 #include <ctspmd/model/pipeline.hpp>
@@ -24,15 +28,23 @@ struct llama3_405b {
   static constexpr std::int64_t dp_dim = 1, mp_dim = 2;
 };
 
+/// The long-context configuration: context parallelism over mesh dim 2.
+struct llama3_405b_128k : llama3_405b {
+  static constexpr std::int64_t seq = 131072;
+  static constexpr std::int64_t dp = 4, cp = 16, batch = dp;
+  static constexpr process_mesh mesh{{pp, dp, cp, mp}};
+  static constexpr std::int64_t dp_dim = 1, cp_dim = 2, mp_dim = 3;
+};
+
 constexpr model::training_options megatron{.shard_optimizer_states_on = llama3_405b::dp_dim, .gradient_element_bytes = 4,
                                            .master_weights = true};
 constexpr model::training_options megatron_recompute{.shard_optimizer_states_on = llama3_405b::dp_dim,
                                                      .gradient_element_bytes = 4, .master_weights = true,
                                                      .recompute = model::recompute::full};
 
-template <model::training_options Options>
+template <model::training_options Options, class M = llama3_405b>
 constexpr auto make_step() {
-  return llama::make_step<llama3_405b::layers, llama::variant::sequence_parallel, Options, llama3_405b>();
+  return llama::make_step<M::layers, llama::variant::sequence_parallel, Options, M>();
 }
 
 constexpr auto& step = model::plan_of<make_step<megatron>>;
@@ -53,6 +65,16 @@ constexpr auto& step_recompute = model::plan_of<make_step<megatron_recompute>>;
 constexpr auto pipe_recompute =
     model::pipeline(step_recompute, model::verified<make_step<megatron_recompute>>(), pipeline_options);
 static_assert(pipe_recompute.peak_memory() < 80'000'000'000);  // fits an 80 GB H100
+
+// 128K: each layer also gathers keys and values over cp (2 all-gathers more, forward).
+constexpr auto& step_128k = model::plan_of<make_step<megatron_recompute, llama3_405b_128k>>;
+constexpr auto verified_128k = model::verified<make_step<megatron_recompute, llama3_405b_128k>>();
+static_assert(verified_128k.count_in_block(0, model::phase::forward, model::collective::all_gather) ==
+              4 * llama3_405b::layers);
+constexpr auto pipe_128k = model::pipeline(step_128k, verified_128k, pipeline_options);
+// the boundary: a device's 8,192 / 8 positions (cp, then tp) of 16384 bf16 values
+static_assert(pipe_128k.boundary_bytes() == llama3_405b_128k::seq / llama3_405b_128k::cp / llama3_405b::mp * llama3_405b::hidden * 2);
+static_assert(pipe_128k.peak_memory() < 80'000'000'000);
 
 namespace {
 void print(const char* title, const model::pipeline_report& p) {
@@ -80,4 +102,6 @@ int main() {
   std::printf("Llama 3 405B training step, 126 layers on [pp 16, dp 64, tp 8] (8,192 GPUs), 1F1B, 32 micro-batches\n\n");
   print("no recomputation", pipe);
   print("full recomputation", pipe_recompute);
+  std::printf("Long context: sequences of 131,072 on [pp 16, dp 4, cp 16, tp 8], full recomputation\n\n");
+  print("context parallelism 16", pipe_128k);
 }

@@ -46,9 +46,21 @@ enum class variant {
 
 using plan_type = model::plan<72, 40>;
 
+/// The context-parallel mesh dim of model `M` (its `cp_dim`), or -1.
+template <class M>
+constexpr std::int64_t cp_dim_of() {
+  if constexpr (requires { M::cp_dim; })
+    return M::cp_dim;
+  else
+    return -1;
+}
+
 /// The forward plan of a decoder with `Layers` layers (one repeated block) and its loss, of
 /// model `M` (sizes, mesh and its dp and mp dims; other mesh dims, such as a pipeline's, hold
-/// every tensor whole).
+/// every tensor whole). With a `cp_dim`, context parallelism: the sequence split over it through
+/// the whole layer (and, outside the tensor-parallel regions under sequence parallelism, over mp
+/// too: a co-shard), attention gathering keys and values over cp, and the rotary tables each
+/// device's rows (no position ids), as Megatron does.
 template <std::size_t Layers, variant V = variant::tensor_parallel, class M = llama3_8b>
 struct forward {
   plan_type plan{M::mesh};
@@ -56,14 +68,19 @@ struct forward {
 
   constexpr forward() {
     constexpr bool sp = V == variant::sequence_parallel;
-    constexpr std::int64_t on_dp = M::dp_dim, on_mp = M::mp_dim;
+    constexpr std::int64_t on_dp = M::dp_dim, on_mp = M::mp_dim, on_cp = cp_dim_of<M>();
     auto& p = plan;
     using model::tensor_id;
     const tensor_shape act{M::batch, M::seq, M::hidden};
-    const dims_mapping outside = sp ? dims_mapping{on_dp, on_mp, -1} : dims_mapping{on_dp, -1, -1};  // between the regions
-    const dims_mapping inside{on_dp, -1, -1};
+    mesh_dims seq_inside, seq_outside;  // the sequence's mesh dims inside and between the regions
+    if (on_cp >= 0) seq_inside.push_back(on_cp);
+    seq_outside = seq_inside;
+    if (sp) seq_outside.push_back(on_mp);
+    const tensor_dist_attr outside(M::mesh, {mesh_dims{on_dp}, seq_outside, mesh_dims{}});
+    const tensor_dist_attr inside(M::mesh, {mesh_dims{on_dp}, seq_inside, mesh_dims{}});
+    const tensor_dist_attr tokens(M::mesh, {mesh_dims{on_dp}, seq_inside});
 
-    auto ids = p.tensor("ids", {M::batch, M::seq}, {on_dp, -1}, int64);
+    auto ids = p.tensor("ids", {M::batch, M::seq}, tokens, int64);
     auto wte = p.parameter("wte", {M::vocab, M::hidden}, {on_mp, -1}, bf16);  // vocabulary-parallel embedding
     auto emb = p.tensor("emb", act, bf16);
     // Megatron's vocabulary-parallel embedding: each device looks up the ids in its rows (others
@@ -73,7 +90,7 @@ struct forward {
     p.op<"assign">({emb}, {x0}, {}, "embed.reduce");
     // Rotary tables [1, seq, 1, head_dim] and positions, the same in every layer.
     auto sin = p.tensor("rope.sin", {1, M::seq, 1, M::head_dim}, bf16), cos = p.tensor("rope.cos", {1, M::seq, 1, M::head_dim}, bf16);
-    auto pos = p.tensor("position_ids", {M::batch, M::seq}, {on_dp, -1}, int64);
+    auto pos = on_cp >= 0 ? p.tensor("rope.no_positions", {}) : p.tensor("position_ids", {M::batch, M::seq}, tokens, int64);
 
     auto out = p.repeat(Layers, x0, [&](plan_type& b, tensor_id x) {
       // ---- attention ----
@@ -147,7 +164,8 @@ struct forward {
     auto w_lm = p.parameter("lm_head", {M::hidden, M::vocab}, {-1, on_mp}, bf16);  // vocabulary parallel
     auto logits = p.tensor("logits", {M::batch, M::seq, M::vocab}, bf16);
     p.op<"matmul">({head_in, w_lm}, {logits}, {}, "lm_head");
-    auto labels = p.tensor("labels", {M::batch, M::seq, 1}, {on_dp, -1, -1}, int64);
+    auto labels = p.tensor("labels", {M::batch, M::seq, 1}, tensor_dist_attr(M::mesh, {mesh_dims{on_dp}, seq_inside, mesh_dims{}}),
+                           int64);
     auto probs = p.tensor("softmax", {M::batch, M::seq, M::vocab}), token_loss = p.tensor("loss", {M::batch, M::seq, 1});
     // Megatron's vocabulary-parallel cross entropy: each device holds a slice of the vocabulary.
     p.op<"c_softmax_with_cross_entropy">({logits, labels}, {probs, token_loss}, {.nranks = M::mp}, "loss");
