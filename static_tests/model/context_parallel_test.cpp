@@ -2,7 +2,8 @@
 // keep the sequence split over cp through the whole layer (Llama 3's and Megatron's all-gather
 // form): attention keeps each device's chunk of queries and all-gathers keys and values over cp;
 // backward gathers them again (the cost counts it) and reduce-scatters their gradients; the
-// weights are replicated over cp, so their gradients are reduced over dp and cp. The rotary
+// weights are replicated over cp, so their gradients are reduced over dp and cp at once (one
+// all-reduce over the product group). The rotary
 // tables are each device's rows (no position ids), as Megatron slices them per cp rank.
 #include <ctspmd/model/cost.hpp>
 #include <ctspmd/model/propagate.hpp>
@@ -104,9 +105,18 @@ static_assert(c.collectives(phase::forward, collective::all_reduce, 2).count == 
 static_assert(c.collectives(phase::backward, collective::all_gather, 1).count == 2 * layers);
 static_assert(c.collectives(phase::backward, collective::reduce_scatter, 1).count == 2 * layers);
 static_assert(c.collectives(phase::backward, collective::reduce_scatter, 1).bytes == 2 * layers * (cp * kv_local) * (cp - 1) / cp);
-// Optimizer: the five weights of a layer saw every token of dp and cp: reduced over both.
+// Optimizer: the five weights of a layer saw every token of dp and cp: each gradient is one
+// all-reduce over their product group of 4 devices, listed under dp (mesh dim 0): 2 x 3/4 of a
+// device's part (ln [512] whole, wq, wk, wv and wo split over tp), bf16.
+constexpr std::int64_t layer_weights = (512 + (512 * 512 + 2 * 512 * 256 + 512 * 512) / tp) * 2;
 static_assert(c.collectives(phase::optimizer, collective::all_reduce, 0).count == 5 * layers);
-static_assert(c.collectives(phase::optimizer, collective::all_reduce, 1).count == 5 * layers);
+static_assert(c.collectives(phase::optimizer, collective::all_reduce, 0).bytes == layers * layer_weights * 2 * 3 / 4);
+static_assert(c.collectives(phase::optimizer, collective::all_reduce, 1).count == 0);
 static_assert(c.collectives(phase::optimizer, collective::all_reduce, 2).count == 0);
+static_assert([] {
+  for (std::size_t e = 0; e < r.reshard_entries(); ++e)
+    if (r.reshard_at(e).phase == phase::optimizer && r.reshard_at(e).group != 0b011) return false;
+  return true;
+}());
 
 }  // namespace

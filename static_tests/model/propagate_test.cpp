@@ -33,6 +33,29 @@ static_assert(ar.block == -1 && ar.from.is_partial(1) && !ar.to.is_partial());
 static_assert(ar.bytes == 2 * 3 * 512 / 4 && rp.bytes(collective::all_reduce) == ar.bytes);
 static_assert(rp.bytes(collective::all_gather) == 0);
 
+// ==== one all-reduce over a product group: a tensor partial over both mesh dims read replicated ==
+// (a sum over mesh dims 0 and 1 at once: 8 devices); partial with two reduce types: two all-reduces
+template <reduce_type Second>
+constexpr auto both_partial() {
+  small_plan p(mesh);
+  tensor_dist_attr a(mesh, dims_mapping{-1, -1});
+  a.set_partial_status({0});
+  a.set_partial_status({1}, Second);
+  auto y = p.tensor("y", {8, 32}, a);
+  auto r = p.tensor("r", {8, 32}, {-1, -1});
+  auto z = p.tensor("z", {8, 32});
+  p.op<"add">({r, y}, {z}, {}, "residual");
+  return p;
+}
+constexpr auto group = model::verified<both_partial<reduce_type::sum>>();
+static_assert(group.reshard_entries() == 1 && group.count(collective::all_reduce) == 1);
+static_assert(group.reshard_at(0).mesh_dim == 0 && group.reshard_at(0).group == 0b11);
+// y is 8 x 32 float32 whole on each device: 1024 bytes; all-reduce over 2 x 4 devices
+static_assert(group.reshard_at(0).bytes == 2 * 7 * 1024 / 8);
+constexpr auto two = model::verified<both_partial<reduce_type::max>>();
+static_assert(two.reshard_entries() == 2 && two.reshard_at(0).group == 0b01 && two.reshard_at(1).group == 0b10);
+static_assert(two.reshard_at(0).bytes == 2 * 1 * 1024 / 2 && two.reshard_at(1).bytes == 2 * 3 * 1024 / 4);
+
 // ==== reduce-scatter: the same partial read by an add whose other input is sharded ===============
 constexpr auto scatter() {
   small_plan p(mesh);
@@ -293,8 +316,11 @@ static_assert(!constant_evaluates<[] {
 constexpr process_mesh mesh2222({2, 2, 2, 2});
 constexpr auto eight_reshards() {
   model::plan<4, 1> p(mesh2222);
-  tensor_dist_attr partial_everywhere(mesh2222, {-1, -1});
-  partial_everywhere.set_partial_status({0, 1, 2, 3});
+  tensor_dist_attr partial_everywhere(mesh2222, {-1, -1});  // a reduce type per mesh dim: no product group
+  partial_everywhere.set_partial_status({0});
+  partial_everywhere.set_partial_status({1}, reduce_type::max);
+  partial_everywhere.set_partial_status({2}, reduce_type::min);
+  partial_everywhere.set_partial_status({3}, reduce_type::prod);
   auto x = p.tensor("x", {8, 8}, partial_everywhere);
   auto y = p.tensor("y", {8, 8}, partial_everywhere);
   p.op<"add">({x, y}, {p.tensor("out", {8, 8})});  // x and y all-reduced on each mesh dim

@@ -91,7 +91,8 @@ Plan response:
    "reshards": [{"op": 2, "name": "fc2", "rule": "matmul", "input": 0 (or "output": 0), "tensor": 4,
                  "tensor_name": "y", "mesh_dim": 1, "collective": "all_reduce", "bytes": 24576 (per device,
                  one occurrence; -1 if a size is unknown), "times": 1, "block": -1, "phase": "forward",
-                 "from": ATTR, "to": ATTR}, ...],
+                 "from": ATTR, "to": ATTR, and for an all-reduce over several mesh dims at once
+                 "mesh_dims": [0, 1] ("mesh_dim" the first)}, ...],
    "totals": {"forward": {"all_reduce": {"count": 1, "bytes": 24576}}, ...},
    "cost": {"memory": {"parameters", "gradients", "optimizer_states", "activations", "peak", "peak_op",
                        "peak_op_name", "peak_phase"},

@@ -127,6 +127,12 @@ json report_json(const Plan& p, const Propagation& r, const ctspmd::named_mesh& 
                         {"phase", model::to_string(s.phase)},
                         {"from", attr_json(s.from, mesh, form)},
                         {"to", attr_json(s.to, mesh, form)}});
+    if ((s.group & (s.group - 1)) != 0) {  // an all-reduce over a product group: its mesh dims
+      json group = json::array();
+      for (std::int64_t m = 0; m < mesh.ndim(); ++m)
+        if (((s.group >> m) & 1) != 0) group.push_back(m);
+      reshards.back()["mesh_dims"] = group;
+    }
     auto& total = totals[std::string(model::to_string(s.phase))][std::string(model::to_string(s.kind))];
     if (total.is_null()) total = {{"count", 0}, {"bytes", 0}};
     const auto times = static_cast<std::int64_t>(s.times), before = total["bytes"].get<std::int64_t>();

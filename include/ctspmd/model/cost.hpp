@@ -50,7 +50,9 @@
 /// that shard the vocabulary, the max, the target logit and the sum, in forward); and ZeRO-3's:
 /// each parameter all-gathered from its shard before its forward use and again for backward,
 /// and no all-gather of the updated parameter after the optimizer step (its gradient's
-/// reduce-scatter stays). Local slices and local partials send nothing and take no time.
+/// reduce-scatter stays). Local slices and local partials send nothing and take no time. An
+/// all-reduce over a product group of mesh dims (`reshard::group`) counts under its first mesh
+/// dim, the outermost, and takes that dim's link: in a cluster of nodes, the slowest.
 ///
 /// **FLOPs** (`flops(phase)`), per device from the local shapes of the inputs as the operator read
 /// them (after their reshards): a matmul or bmm 2·(x's elements)·(y's output length), which is

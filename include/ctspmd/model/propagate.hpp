@@ -20,7 +20,10 @@
 /// each device sends, by ring algorithms, for a tensor whose local part (under the layout it
 /// has) is S bytes on a mesh dim of n devices: all-reduce 2(n-1)S/n, reduce-scatter (n-1)S/n,
 /// all-gather (n-1)S, all-to-all (n-1)S/n, local slice 0. Sizes unknown until run time (-1)
-/// give -1 bytes.
+/// give -1 bytes. A tensor partial (with one reduce type) over several mesh dims that it needs
+/// replicated on them is one all-reduce over their product group (n the product of their sizes:
+/// a gradient reduced over dp and cp at once), listed under the first of them with `group` the
+/// set of them all.
 
 #include <array>
 #include <cstddef>
@@ -68,6 +71,9 @@ struct reshard {
   std::int64_t mesh_dim = 0;
   collective kind{};
   std::int64_t bytes = 0;      ///< bytes each device sends, per occurrence; -1 if unknown
+  /// The mesh dims the collective spans, a bit each (bit m: mesh dim m): `mesh_dim`'s alone, or
+  /// an all-reduce's product group (see the file comment).
+  std::uint32_t group = 0;
   std::size_t times = 1;       ///< occurrences (runs of its block)
   std::int64_t block = -1;     ///< the block it is in, or -1 (a block's backward pass counts as the block)
   model::phase phase = model::phase::forward;  ///< the phase of its operator
@@ -89,6 +95,7 @@ struct reshard_record {
   std::int64_t mesh_dim = 0;
   collective kind{};
   std::int64_t bytes = 0;
+  std::uint32_t group = 0;
   std::size_t times = 1;
   std::int64_t block = -1;
   model::phase phase = model::phase::forward;
@@ -366,7 +373,7 @@ namespace detail {
 
 constexpr bool same_but_times(const reshard_record& a, const reshard_record& b) {
   return a.op == b.op && a.operand == b.operand && a.on_output == b.on_output && a.mesh_dim == b.mesh_dim &&
-         a.kind == b.kind && a.block == b.block && a.from == b.from && a.to == b.to;
+         a.kind == b.kind && a.group == b.group && a.block == b.block && a.from == b.from && a.to == b.to;
 }
 
 /// What a dist attr holds on one mesh dim.
@@ -393,9 +400,8 @@ constexpr collective classify(mesh_dim_state from, mesh_dim_state to) {
   if (from.kind == s::shard) return to.kind == s::shard ? collective::all_to_all : collective::all_gather;
   return to.kind == s::shard ? collective::local_slice : collective::local_partial;
 }
-/// Bytes each device sends (see the file comment).
-constexpr std::int64_t reshard_bytes(collective c, const tensor_info& t, const tensor_dist_attr& from,
-                                     std::int64_t mesh_dim) {
+/// Bytes each device sends (see the file comment), over a group of `n` devices.
+constexpr std::int64_t reshard_bytes(collective c, const tensor_info& t, const tensor_dist_attr& from, std::int64_t n) {
   std::int64_t local = t.element_bytes;
   for (auto s : t.shape) {
     if (s < 0) return -1;
@@ -403,7 +409,6 @@ constexpr std::int64_t reshard_bytes(collective c, const tensor_info& t, const t
   }
   for (std::int64_t m = 0; m < from.process_mesh().ndim(); ++m)  // every mesh dim that shards it
     if (from.sharded_tensor_dim(m) >= 0) local /= from.process_mesh().dim_size(m);
-  const std::int64_t n = from.process_mesh().dim_size(mesh_dim);
   // (n - 1) local / n, rounded down, as local - ceil(local / n): no overflow.
   const auto sent = [n](std::int64_t x) { return x - (x / n + (x % n != 0)); };
   switch (c) {
@@ -456,8 +461,8 @@ class propagator {
     auto& o = out_;
     for (size_t e = 0; e < o.reshard_count_; ++e) {
       const record& r = o.records_[e];
-      o.reshards_[e] = {r.op,    r.operand, r.on_output, r.tensor, r.mesh_dim,         r.kind,
-                        r.bytes, r.times,   r.block,     r.phase,  o.layouts_[r.from], o.layouts_[r.to]};
+      o.reshards_[e] = {r.op,    r.operand, r.on_output, r.tensor, r.mesh_dim, r.kind,           r.bytes,
+                        r.group, r.times,   r.block,     r.phase,  o.layouts_[r.from], o.layouts_[r.to]};
     }
   }
 
@@ -613,14 +618,27 @@ class propagator {
                               const tensor_dist_attr& to, std::int64_t block) {
     auto& o = out_;
     if (from == to) return;  // the common case: nothing moves
-    for (std::int64_t m = 0; m < p_.mesh().ndim(); ++m) {
+    const auto& mesh = p_.mesh();
+    std::uint32_t grouped = 0;  // mesh dims an earlier all-reduce's group took
+    for (std::int64_t m = 0; m < mesh.ndim(); ++m) {
       const auto a = state_on(from, m), b = state_on(to, m);
-      if (a == b) continue;
+      if (a == b || ((grouped >> m) & 1) != 0) continue;
       const auto kind = classify(a, b);
+      std::uint32_t group = std::uint32_t{1} << m;
+      std::int64_t n = mesh.dim_size(m);
+      if (kind == collective::all_reduce)  // the later mesh dims reduced alike: one product group
+        for (std::int64_t k = m + 1; k < mesh.ndim(); ++k) {
+          const auto ak = state_on(from, k);
+          if (ak == a && classify(ak, state_on(to, k)) == collective::all_reduce) {
+            group |= std::uint32_t{1} << k;
+            n *= mesh.dim_size(k);
+          }
+        }
+      grouped |= group;
       const std::int64_t number =
           block < 0 ? -1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block)).number(static_cast<size_t>(block)));
-      const record r{op,     operand, on_output, tensor, m, kind, reshard_bytes(kind, p_.tensor_at(tensor), from, m),
-                     1,      number,  p_.op_at(op).phase, layout_index(from), layout_index(to)};
+      const record r{op,     operand, on_output, tensor, m,      kind, reshard_bytes(kind, p_.tensor_at(tensor), from, n),
+                     group,  1,       number,    p_.op_at(op).phase, layout_index(from), layout_index(to)};
       size_t e = 0;
       while (e < o.reshard_count_ && !same_but_times(o.records_[e], r)) ++e;
       if (e < o.reshard_count_) {
