@@ -259,6 +259,16 @@ TEST_CASE("cost errors are spmd_errors naming what is wrong") {
     CHECK(hc.model_flops() == std::numeric_limits<std::int64_t>::max());
     CHECK(hc.hardware_flops() == std::numeric_limits<std::int64_t>::max());
   }
+  // Several huge tensors whose lives end at one operator: the live bytes saturate both ways
+  // (found by the plan fuzzer: the ends once overflowed below int64's smallest value).
+  {
+    constexpr std::int64_t G = std::int64_t{1} << 30;  // [G, G] float32: 2^62 bytes
+    model::plan<8, 4> h(process_mesh({2}));
+    auto a = h.tensor("a", {G, G}), b = h.tensor("b", {G, G}), c = h.tensor("c", {G, G}), d = h.tensor("d", {G, G});
+    h.op<"add_n">({a, b, c}, {d});
+    const auto hc = model::cost(h, model::propagate(h));
+    CHECK(hc.memory().peak == std::numeric_limits<std::int64_t>::max());
+  }
   // A size unknown until run time.
   model::plan<8, 4> p(process_mesh({2}));
   auto x = p.tensor("x", {-1, 8}, {0, -1});

@@ -613,7 +613,7 @@ class coster {
       const auto t = op.inputs[k];
       if (stage3 && p_.tensor_at(t).trainable) {  // ZeRO-3: the gathered parameter, while in use
         delta_[i] = saturating_sum(delta_[i], bytes_[t]);
-        delta_[i + 1] -= bytes_[t];
+        delta_[i + 1] = saturating_sum(delta_[i + 1], -bytes_[t]);
       }
       const auto c = canon_[t];
       if ((flags_[c] & excluded) != 0 || bytes_[c] == 0 || (k < 32 && ((op.shape_only >> k) & 1) != 0)) continue;
@@ -623,7 +623,7 @@ class coster {
   }
   constexpr void live(std::int32_t from, std::int32_t to, std::int64_t bytes) {
     delta_[static_cast<size_t>(from)] = saturating_sum(delta_[static_cast<size_t>(from)], bytes);
-    delta_[static_cast<size_t>(to) + 1] -= bytes;
+    delta_[static_cast<size_t>(to) + 1] = saturating_sum(delta_[static_cast<size_t>(to) + 1], -bytes);
   }
   constexpr void lifetime(size_t c) {
     auto& m = out_.memory_;
