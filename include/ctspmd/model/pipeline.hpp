@@ -197,7 +197,9 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
     auto& st = out.stages_[static_cast<std::size_t>(s)];
     const std::int64_t n = per_stage[static_cast<std::size_t>(s)];
     const bool head = s == 0, tail = s == p - 1;
-    const auto extra = [&](std::int64_t split_part::*f) { return (head ? before.*f : 0) + (tail ? after.*f : 0); };
+    const auto extra = [&](std::int64_t split_part::*f) {
+      return detail::saturating_sum(head ? before.*f : 0, tail ? after.*f : 0);
+    };
     const auto extra_seconds = [&](double split_part::*f) { return (head ? before.*f : 0.0) + (tail ? after.*f : 0.0); };
     st.first_layer = interleaved ? s * layers / (p * v) : first;
     st.layers = n;
@@ -210,7 +212,7 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
     const double per_layer = body.communication_seconds / static_cast<double>(layers);
     st.communication_seconds = per_layer * static_cast<double>(n) + extra_seconds(&split_part::communication_seconds);
     const std::int64_t forward_sends = v - (tail ? 1 : 0), backward_sends = v - (head ? 1 : 0);
-    st.sends = forward_sends + backward_sends;
+    st.sends = p == 1 ? 0 : forward_sends + backward_sends;  // one stage sends to no other device
     st.send_bytes = detail::saturating_product(st.sends, cost.boundary_bytes());
     if (st.sends > 0 && !(l.bandwidth > 0))
       bad("the pipeline's mesh dim {} sends between stages, but its link has no bandwidth", o.mesh_dim);
