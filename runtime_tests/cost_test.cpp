@@ -264,8 +264,8 @@ TEST_CASE("cost errors are spmd_errors naming what is wrong") {
   {
     constexpr std::int64_t G = std::int64_t{1} << 30;  // [G, G] float32: 2^62 bytes
     model::plan<8, 4> h(process_mesh({2}));
-    auto a = h.tensor("a", {G, G}), b = h.tensor("b", {G, G}), c = h.tensor("c", {G, G}), d = h.tensor("d", {G, G});
-    h.op<"add_n">({a, b, c}, {d});
+    auto t0 = h.tensor("t0", {G, G}), t1 = h.tensor("t1", {G, G}), t2 = h.tensor("t2", {G, G});
+    h.op<"add_n">({t0, t1, t2}, {h.tensor("sum", {G, G})});
     const auto hc = model::cost(h, model::propagate(h));
     CHECK(hc.memory().peak == std::numeric_limits<std::int64_t>::max());
   }

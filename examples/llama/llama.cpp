@@ -63,8 +63,15 @@ static_assert(tp.bytes_in_block(0, phase::forward, collective::all_reduce) ==
               sp.bytes_in_block(0, phase::forward, collective::all_gather) +
                   sp.bytes_in_block(0, phase::forward, collective::reduce_scatter));
 // The RMSNorm weights see only a slice of the sequence on each mp rank: their gradients are
-// all-reduced over mp as well as dp (Megatron's sequence-parallel parameters).
-static_assert(sp.count_in_block(0, phase::optimizer, collective::all_reduce) == 9 * L + 2 * L);
+// reduced over mp as well as dp (Megatron's sequence-parallel parameters), in one all-reduce
+// over the product group each.
+static_assert(sp.count_in_block(0, phase::optimizer, collective::all_reduce) == 9 * L);
+static_assert([] {
+  std::size_t over_both = 0;
+  for (std::size_t e = 0; e < sp.reshard_entries(); ++e)
+    if (const auto& s = sp.reshard_at(e); s.block == 0 && s.phase == phase::optimizer && s.group == 0b11) over_both += s.times;
+  return over_both;
+}() == 2 * L);
 
 // ---- ZeRO: optimizer states sharded over dp ----------------------------------------------------
 constexpr auto zero = model::verified<llama::make_step<L, llama::variant::tensor_parallel, llama::zero>>();

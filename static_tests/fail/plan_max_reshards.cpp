@@ -8,8 +8,11 @@ constexpr process_mesh mesh({2, 2, 2, 2});
 
 constexpr auto make() {
   model::plan<4, 1> p(mesh);
-  tensor_dist_attr partial_everywhere(mesh, {-1, -1});
-  partial_everywhere.set_partial_status({0, 1, 2, 3});
+  tensor_dist_attr partial_everywhere(mesh, {-1, -1});  // a reduce type per mesh dim: no product group
+  partial_everywhere.set_partial_status({0});
+  partial_everywhere.set_partial_status({1}, reduce_type::max);
+  partial_everywhere.set_partial_status({2}, reduce_type::min);
+  partial_everywhere.set_partial_status({3}, reduce_type::prod);
   auto x = p.tensor("x", {8, 8}, partial_everywhere);
   auto y = p.tensor("y", {8, 8}, partial_everywhere);
   p.op<"add">({x, y}, {p.tensor("out", {8, 8})});
