@@ -150,3 +150,50 @@ def test_same_answer_as_the_tool():
             assert str(e.value) == answer["error"]["message"]
         else:
             assert ctspmd.verify_plan(plan) == answer
+
+
+def layers(count=4, **extra):
+    """`count` bf16 linear layers on a [pp 2, dp 2] mesh, the batch over dp, as a training step."""
+    plan = {
+        "mesh": [2, 2], "mesh_names": ["pp", "dp"],
+        "tensors": [{"name": "x", "shape": [8, 64], "partition_spec": "P('dp')", "dtype": "bfloat16"},
+                    {"name": "out", "shape": [8, 64]}],
+        "operators": [
+            {"repeat": {"count": count, "source": "x", "input": "h",
+                        "tensors": [{"name": "w", "shape": [64, 64], "parameter": True, "dtype": "bfloat16"},
+                                    {"name": "b", "shape": [8, 64], "dtype": "bfloat16"}],
+                        "operators": [{"op": "matmul", "inputs": ["h", "w"], "outputs": ["b"]}], "output": "b"}},
+            {"op": "relu", "inputs": ["b"], "outputs": ["out"]},
+        ],
+        "training": {"loss": "out"},
+    }
+    plan.update(extra)
+    return plan
+
+
+def test_pipeline_stages():
+    report = ctspmd.verify_plan(layers(pipeline={"mesh_dim": "pp", "micro_batches": 4}))
+    pipe = report["pipeline"]
+    stages = pipe["stages"]
+    assert [s["layers"] for s in stages] == [2, 2] and [s["first_layer"] for s in stages] == [0, 2]
+    # the stages hold the step's parameters, gradients and optimizer states between them
+    for field in ("parameters", "gradients", "optimizer_states"):
+        assert sum(s[field] for s in stages) == report["cost"]["memory"][field]
+    assert stages[0]["parameters"] == 2 * 64 * 64 * 2  # two layers' bf16 weights
+    assert pipe["boundary_bytes"] == 8 // 2 * 64 * 2  # a dp rank's rows of a layer's output
+    assert [s["sends"] for s in stages] == [1, 1] and [s["in_flight"] for s in stages] == [2, 1]
+    assert pipe["bubble_fraction"] == 1 / 4
+    slowest = max(s["compute_seconds"] + s["communication_seconds"] + s["send_seconds"] for s in stages)
+    assert pipe["step_seconds"] - pipe["ideal_seconds"] == pytest.approx(slowest)
+    uneven = ctspmd.verify_plan(layers(pipeline={"mesh_dim": 0, "micro_batches": 2, "schedule": "gpipe",
+                                                  "stage_layers": [1, 3]}))["pipeline"]["stages"]
+    assert [s["layers"] for s in uneven] == [1, 3] and [s["in_flight"] for s in uneven] == [2, 2]
+
+
+def test_pipeline_errors():
+    with pytest.raises(ctspmd.SpmdError, match="micro_batches \\(3\\) a multiple of the stages \\(2\\)"):
+        ctspmd.verify_plan(layers(pipeline={"mesh_dim": "pp", "micro_batches": 3, "schedule": "interleaved", "chunks": 2}))
+    with pytest.raises(ctspmd.SpmdError, match="no mesh dim is named \"tp\""):
+        ctspmd.verify_plan(layers(pipeline={"mesh_dim": "tp"}))
+    with pytest.raises(ctspmd.SpmdError, match="the block's 3 layers do not divide into 2 stages"):
+        ctspmd.verify_plan(layers(3, pipeline={"mesh_dim": "pp"}))

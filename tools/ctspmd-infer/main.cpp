@@ -69,7 +69,8 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
    "tensors": [TENSOR, ...],            declared in order; the answer lists them (and a training step's) in order
    "operators": [OPERATOR | {"repeat": BLOCK}, ...],   in program order
    "training": TRAINING,                optional: verify the training step (backward, optimizer) instead
-   "cluster": "h100" | CLUSTER},        optional: the step's cost on it (default "h100" with "training")
+   "cluster": "h100" | CLUSTER,         optional: the step's cost on it (default "h100" with "training")
+   "pipeline": PIPELINE},               optional: its first repeated block split over a mesh dim's stages
    "svg": true}                         optional: the answer's "svg" is a picture of it, an SVG document
                                         (collectives by phase and mesh dim, memory by category, step time;
                                         each bar's exact figure in data-bytes, data-count, data-seconds)
@@ -86,6 +87,8 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
              "recompute": "none" | "selective" | "full", "keep_gathered_inputs": false}
   CLUSTER: {"links": [{"bandwidth": 5e10, "latency": 1e-5}, ...one per mesh dim], "peak_flops": 9.894e14,
             "compute_efficiency": 1, "communication_efficiency": 1}
+  PIPELINE: {"mesh_dim": "pp" (or a mesh dim: no tensor split over it), "micro_batches": 1,
+             "schedule": "1f1b" | "gpipe" | "interleaved", "chunks": 1, "stage_layers": [7, 8, ..., 7]}
 Plan response:
   {"tensors": [{"name": "x", ATTR..., "parameter": true, "role": "gradient", "of": 3}, ...],
    "reshards": [{"op": 2, "name": "fc2", "rule": "matmul", "input": 0 (or "output": 0), "tensor": 4,
@@ -100,7 +103,13 @@ Plan response:
             "collectives": {PHASE: {COLLECTIVE: {"count", "bytes", "seconds",
                                                  "mesh_dims": [{"mesh_dim", "count", "bytes", "seconds"}, ...]}}},
             "compute_seconds", "communication_seconds", "step_seconds", "overlapped_step_seconds",
-            "mfu", "overlapped_mfu"},   (with "training" or "cluster"; figures per device)
+            "mfu", "overlapped_mfu"},   (with "training", "cluster" or "pipeline"; figures per device)
+   "pipeline": {"stages": [{"first_layer", "layers", "parameters", "gradients", "optimizer_states",
+                            "activations" (per micro-batch), "in_flight", "memory", "flops", "sends",
+                            "send_bytes", "compute_seconds", "communication_seconds", "send_seconds"
+                            (per micro-batch), "optimizer_seconds"}, ...],
+                "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds",
+                "peak_memory", "peak_stage"},   (with "pipeline")
    "svg": "<svg ...>...</svg>"}   (with "svg": true)
   ATTR as above, in the plan's layout form. A failing plan's error names where:
   {"error": {"kind": ..., "message": "operators[3] (operator 3 'fc2'): ...", "at": "operators[3]",

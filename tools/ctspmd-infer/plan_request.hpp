@@ -153,7 +153,7 @@ class plan_reader {
 
   json verify() {
     check_fields(request_, "\"plan\"",
-                 {"mesh", "mesh_names", "semantics", "tensors", "operators", "training", "cluster"});
+                 {"mesh", "mesh_names", "semantics", "tensors", "operators", "training", "cluster", "pipeline"});
     mesh_ = read_mesh(request_);
     plan_ = std::make_unique<ctspmd::runtime::plan>(mesh_, read_semantics(request_));
     scopes_.emplace_back();
@@ -362,7 +362,8 @@ class plan_reader {
                     "master_weights", "recompute", "keep_gathered_inputs"});
       if (!v.contains("loss")) bad_request("\"training\" needs \"loss\", the loss tensor");
       loss = resolve(v.at("loss"), "training.loss");
-      if (v.contains("shard_optimizer_states_on")) o.shard_optimizer_states_on = mesh_dim(v.at("shard_optimizer_states_on"));
+      if (v.contains("shard_optimizer_states_on"))
+        o.shard_optimizer_states_on = mesh_dim(v.at("shard_optimizer_states_on"), "training.shard_optimizer_states_on");
       if (v.contains("zero_stage")) o.zero_stage = to_int(v.at("zero_stage"), "training.zero_stage");
       if (v.contains("state_element_bytes"))
         o.state_element_bytes = to_int(v.at("state_element_bytes"), "training.state_element_bytes");
@@ -385,12 +386,12 @@ class plan_reader {
     if (!v.at(field).is_boolean()) bad_request("training." + std::string(field) + " must be true or false");
     return v.at(field).get<bool>();
   }
-  /// A mesh dim: its index, or its name in "mesh_names".
-  std::int64_t mesh_dim(const json& v) const {
-    if (!v.is_string()) return to_int(v, "training.shard_optimizer_states_on");
+  /// A mesh dim: its index, or its name in "mesh_names" (`what`: the field, for errors).
+  std::int64_t mesh_dim(const json& v, const std::string& what) const {
+    if (!v.is_string()) return to_int(v, what);
     for (std::size_t m = 0; m < mesh_.names().size(); ++m)
       if (mesh_.names()[m] == v.get_ref<const std::string&>()) return static_cast<std::int64_t>(m);
-    bad_request("training.shard_optimizer_states_on: no mesh dim is named " + shown(v));
+    bad_request(what + ": no mesh dim is named " + shown(v));
   }
 
   model::cluster read_cluster(const json& v) const {
@@ -436,11 +437,69 @@ class plan_reader {
       throw plan_error(r->error().kind, std::string(model::detail::describe_failure(p, *r).view()), details);
     }
     json out = report_json(p, *r, mesh_, form_);
-    if (request_.contains("training") || request_.contains("cluster")) {
+    if (request_.contains("training") || request_.contains("cluster") || request_.contains("pipeline")) {
       const auto c = request_.contains("cluster") ? read_cluster(request_.at("cluster")) : model::h100_cluster(mesh_);
       at("cost", [&] { out["cost"] = cost_json(p, ctspmd::runtime::cost(p, *r, c)); });
+      if (request_.contains("pipeline")) {
+        const auto o = read_pipeline(request_.at("pipeline"));
+        at("pipeline", [&] { out["pipeline"] = pipeline_json(ctspmd::runtime::pipeline(p, *r, o, c)); });
+      }
     }
     return out;
+  }
+
+  // ---- pipeline ----
+  model::pipeline_options read_pipeline(const json& v) const {
+    model::pipeline_options o;
+    check_fields(v, "\"pipeline\"", {"mesh_dim", "micro_batches", "schedule", "chunks", "stage_layers"});
+    if (!v.contains("mesh_dim")) bad_request("\"pipeline\" needs \"mesh_dim\", the mesh dim (or its name) of the stages");
+    o.mesh_dim = mesh_dim(v.at("mesh_dim"), "pipeline.mesh_dim");
+    if (v.contains("micro_batches")) o.micro_batches = to_int(v.at("micro_batches"), "pipeline.micro_batches");
+    if (v.contains("chunks")) o.chunks = to_int(v.at("chunks"), "pipeline.chunks");
+    if (v.contains("schedule")) {
+      const json& s = v.at("schedule");
+      if (s == "gpipe") o.schedule = model::pipeline_schedule::gpipe;
+      else if (s == "1f1b") o.schedule = model::pipeline_schedule::one_f_one_b;
+      else if (s == "interleaved") o.schedule = model::pipeline_schedule::interleaved;
+      else bad_request("pipeline.schedule must be \"gpipe\", \"1f1b\" or \"interleaved\", not " + shown(s));
+    }
+    if (v.contains("stage_layers")) {
+      const json& l = v.at("stage_layers");
+      if (!l.is_array() || l.size() > model::max_stages)
+        bad_request("pipeline.stage_layers must be an array of at most " + std::to_string(model::max_stages) +
+                    " layer counts, one per stage");
+      for (std::size_t s = 0; s < l.size(); ++s) o.stage_layers[s] = to_int(l[s], index_name("pipeline.stage_layers", s));
+    }
+    return o;
+  }
+  static json pipeline_json(const model::pipeline_report& pr) {
+    json stages = json::array();
+    for (std::size_t s = 0; s < pr.stages(); ++s) {
+      const auto& t = pr.stage(s);
+      stages.push_back({{"first_layer", t.first_layer},
+                        {"layers", t.layers},
+                        {"parameters", t.parameters},
+                        {"gradients", t.gradients},
+                        {"optimizer_states", t.optimizer_states},
+                        {"activations", t.activations},
+                        {"in_flight", t.in_flight},
+                        {"memory", t.memory},
+                        {"flops", t.flops},
+                        {"sends", t.sends},
+                        {"send_bytes", t.send_bytes},
+                        {"compute_seconds", t.compute_seconds},
+                        {"communication_seconds", t.communication_seconds},
+                        {"send_seconds", t.send_seconds},
+                        {"optimizer_seconds", t.optimizer_seconds}});
+    }
+    return {{"stages", stages},
+            {"micro_batches", pr.micro_batches()},
+            {"boundary_bytes", pr.boundary_bytes()},
+            {"bubble_fraction", pr.bubble_fraction()},
+            {"ideal_seconds", pr.ideal_seconds()},
+            {"step_seconds", pr.step_seconds()},
+            {"peak_memory", pr.peak_memory()},
+            {"peak_stage", pr.peak_stage()}};
   }
 
   const json& request_;

@@ -38,7 +38,8 @@
 ///   is (p − 1)/(v·m) of the ideal m × that time: (p − 1)/m under GPipe and 1F1B.
 ///
 /// Each violation of the above is an `spmd_error` at run time, a compile error in a constant
-/// expression, naming what is wrong.
+/// expression, naming what is wrong. `pipeline` computes its cost on the stack; for a plan of
+/// the run-time layer's capacity, use `runtime::pipeline` (`<ctspmd/runtime/plan.hpp>`).
 
 #include <array>
 #include <cstddef>
@@ -96,6 +97,13 @@ struct stage_report {
   constexpr double micro_batch_seconds() const noexcept { return compute_seconds + communication_seconds + send_seconds; }
 };
 
+class pipeline_report;
+namespace detail {
+template <std::size_t T, std::size_t O, std::size_t R>
+constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<T, R>& r, const pipeline_options& o,
+                                      const cluster& c, const step_cost& cost, std::int64_t block);
+}  // namespace detail
+
 /// A pipelined step (see the file comment).
 class pipeline_report {
  public:
@@ -119,21 +127,26 @@ class pipeline_report {
 
  private:
   template <std::size_t T, std::size_t O, std::size_t R>
-  friend constexpr pipeline_report pipeline(const plan<T, O>&, const propagation<T, R>&, const pipeline_options&,
-                                            const cluster&);
+  friend constexpr pipeline_report detail::pipeline_of(const plan<T, O>&, const propagation<T, R>&, const pipeline_options&,
+                                                       const cluster&, const step_cost&, std::int64_t);
   std::array<stage_report, max_stages> stages_{};
   std::size_t count_ = 0, peak_stage_ = 0;
   std::int64_t micro_batches_ = 0, boundary_bytes_ = 0;
   double bubble_ = 0, ideal_ = 0, step_ = 0;
 };
 
-/// Step `step` propagated as `r`, its repeated block split over the stages of `o.mesh_dim`, on
-/// cluster `c` (see the file comment).
+namespace detail {
+
+inline constexpr void pipeline_error(const char* format, std::int64_t a = 0, std::int64_t b = 0, std::int64_t d = 0) {
+  raise(make_error(error_kind::invalid_argument, "pipeline", format, a, b, d));
+}
+
+/// The block `pipeline` splits (the plan's first forward block), after checking `o` against
+/// step `step` propagated as `r` (see the file comment).
 template <std::size_t T, std::size_t O, std::size_t R>
-constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, R>& r, const pipeline_options& o,
-                                   const cluster& c) {
+constexpr std::int64_t pipeline_block(const plan<T, O>& step, const propagation<T, R>& r, const pipeline_options& o) {
   const auto bad = [](const char* format, std::int64_t a = 0, std::int64_t b = 0, std::int64_t d = 0) {
-    raise(make_error(error_kind::invalid_argument, "pipeline", format, a, b, d));
+    pipeline_error(format, a, b, d);
   };
   const auto& mesh = step.mesh();
   if (o.mesh_dim < 0 || o.mesh_dim >= mesh.ndim())
@@ -157,7 +170,6 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
   if (v < 1 || (!interleaved && v != 1)) bad("chunks is {}: 1, or more under the interleaved schedule", v);
   bool mapped = false;
   for (auto n : o.stage_layers) mapped = mapped || n != 0;
-  std::array<std::int64_t, max_stages> per_stage{};
   if (mapped) {
     if (interleaved) bad("the interleaved schedule splits the layers evenly: no stage_layers");
     std::int64_t sum = 0;
@@ -165,20 +177,33 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
       const auto n = o.stage_layers[static_cast<std::size_t>(s)];
       if (s < p && n < 1) bad("stage_layers[{}] is {}: each of the {} stages has at least one layer", s, n, p);
       if (s >= p && n != 0) bad("stage_layers[{}] is {}, but the pipeline has {} stages", s, n, p);
-      per_stage[static_cast<std::size_t>(s)] = n;
-      sum += n;
+      sum = saturating_sum(sum, n);
     }
     if (sum != layers) bad("stage_layers add up to {} layers, but the block has {}", sum, layers);
-  } else {
-    if (layers % (p * v) != 0)
-      bad("the block's {} layers do not divide into {} stages x chunks: give stage_layers", layers, p * v);
-    for (std::int64_t s = 0; s < p; ++s) per_stage[static_cast<std::size_t>(s)] = layers / p;
+  } else if (layers % saturating_product(p, v) != 0) {
+    bad("the block's {} layers do not divide into {} stages x chunks: give stage_layers", layers, saturating_product(p, v));
   }
   if (interleaved && m % p != 0) bad("the interleaved schedule needs micro_batches ({}) a multiple of the stages ({})", m, p);
+  return block;
+}
 
-  detail::coster<T, O, R> k(step, r, nullptr, block);
-  k.resume(static_cast<std::size_t>(-1));
-  const step_cost cost = k.result(c);
+/// The report of the pipeline `o` describes (checked by `pipeline_block`, which gave `block`),
+/// from the step's `cost` split at that block (a `coster` given the block).
+template <std::size_t T, std::size_t O, std::size_t R>
+constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<T, R>&, const pipeline_options& o,
+                                      const cluster& c, const step_cost& cost, std::int64_t block) {
+  const auto bad = [](const char* format, std::int64_t a = 0, std::int64_t b = 0, std::int64_t d = 0) {
+    pipeline_error(format, a, b, d);
+  };
+  const std::int64_t p = step.mesh().dim_size(o.mesh_dim);
+  const auto layers = static_cast<std::int64_t>(step.block_at(static_cast<std::size_t>(block)).count);
+  const std::int64_t m = o.micro_batches, v = o.chunks;
+  const bool interleaved = o.schedule == pipeline_schedule::interleaved;
+  bool mapped = false;
+  for (auto n : o.stage_layers) mapped = mapped || n != 0;
+  std::array<std::int64_t, max_stages> per_stage{};
+  for (std::int64_t s = 0; s < p; ++s)
+    per_stage[static_cast<std::size_t>(s)] = mapped ? o.stage_layers[static_cast<std::size_t>(s)] : layers / p;
   const split_part &before = cost.part(0), &body = cost.part(1), &after = cost.part(2);
   const link& l = c.links[static_cast<std::size_t>(o.mesh_dim)];
   const double speed = c.peak_flops * c.compute_efficiency;
@@ -201,7 +226,7 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
       return detail::saturating_sum(head ? before.*f : 0, tail ? after.*f : 0);
     };
     const auto extra_seconds = [&](double split_part::*f) { return (head ? before.*f : 0.0) + (tail ? after.*f : 0.0); };
-    st.first_layer = interleaved ? s * layers / (p * v) : first;
+    st.first_layer = interleaved ? s * layers / saturating_product(p, v) : first;
     st.layers = n;
     first += n;
     st.parameters = sum3(share(body.parameters, n), extra(&split_part::parameters), 0);
@@ -227,7 +252,7 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
     const std::int64_t ahead = p - s < m ? p - s : m;
     st.in_flight = o.schedule == pipeline_schedule::gpipe ? static_cast<double>(m)
                    : interleaved ? static_cast<double>(ahead) *
-                                       (1.0 + static_cast<double>(p - 1) / static_cast<double>(p * v))
+                                       (1.0 + static_cast<double>(p - 1) / (static_cast<double>(p) * static_cast<double>(v)))
                                  : static_cast<double>(ahead);
     // activations x in flight, rounded up (saturating)
     const double kept = static_cast<double>(st.activations) * st.in_flight;
@@ -241,10 +266,23 @@ constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, 
     if (st.micro_batch_seconds() > slowest) slowest = st.micro_batch_seconds();
     if (st.optimizer_seconds > slowest_optimizer) slowest_optimizer = st.optimizer_seconds;
   }
-  out.bubble_ = static_cast<double>(p - 1) / static_cast<double>(v * m);
+  out.bubble_ = static_cast<double>(p - 1) / (static_cast<double>(v) * static_cast<double>(m));
   out.ideal_ = static_cast<double>(m) * slowest + slowest_optimizer;
   out.step_ = (static_cast<double>(m) + static_cast<double>(p - 1) / static_cast<double>(v)) * slowest + slowest_optimizer;
   return out;
+}
+
+}  // namespace detail
+
+/// Step `step` propagated as `r`, its repeated block split over the stages of `o.mesh_dim`, on
+/// cluster `c` (see the file comment).
+template <std::size_t T, std::size_t O, std::size_t R>
+constexpr pipeline_report pipeline(const plan<T, O>& step, const propagation<T, R>& r, const pipeline_options& o,
+                                   const cluster& c) {
+  const std::int64_t block = detail::pipeline_block(step, r, o);
+  detail::coster<T, O, R> k(step, r, nullptr, block);
+  k.resume(static_cast<std::size_t>(-1));
+  return detail::pipeline_of(step, r, o, c, k.result(c), block);
 }
 
 /// The same on 8-GPU H100 nodes (`h100_cluster` of the plan's mesh).

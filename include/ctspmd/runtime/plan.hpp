@@ -23,6 +23,7 @@
 #include <utility>
 
 #include <ctspmd/model/cost.hpp>
+#include <ctspmd/model/pipeline.hpp>
 #include <ctspmd/model/propagate.hpp>
 #include <ctspmd/model/training.hpp>
 #include <ctspmd/runtime.hpp>
@@ -129,6 +130,17 @@ model::step_cost cost(const model::plan<T, O>& step, const model::propagation<T,
   const auto k = std::make_unique<model::detail::coster<T, O, R>>(step, r);
   k->resume(static_cast<std::size_t>(-1));
   return k->result(c);
+}
+
+/// The pipeline report of step `step` whose propagation is `r` (`model::pipeline`), its cost
+/// computed on the heap.
+template <std::size_t T, std::size_t O, std::size_t R>
+model::pipeline_report pipeline(const model::plan<T, O>& step, const model::propagation<T, R>& r,
+                                const model::pipeline_options& o, const model::cluster& c) {
+  const std::int64_t block = model::detail::pipeline_block(step, r, o);
+  const auto k = std::make_unique<model::detail::coster<T, O, R>>(step, r, nullptr, block);
+  k->resume(static_cast<std::size_t>(-1));
+  return model::detail::pipeline_of(step, r, o, c, k->result(c), block);
 }
 
 }  // namespace ctspmd::runtime
