@@ -113,7 +113,7 @@ class pipeline_report {
     return stages_[r];
   }
   constexpr std::int64_t micro_batches() const noexcept { return micro_batches_; }
-  /// The bubble: idle time as a fraction of the ideal time, (p − 1)/(v·m).
+  /// The bubble: idle time as a fraction of m × the slowest stage's micro-batch time, (p − 1)/(v·m).
   constexpr double bubble_fraction() const noexcept { return bubble_; }
   /// m × the slowest stage's micro-batch time + the slowest optimizer step: no bubble.
   constexpr double ideal_seconds() const noexcept { return ideal_; }

@@ -27,7 +27,7 @@
 /// one head dim; a mask (when given) 4-D with each dim 1 or the size the others give;
 /// fixed_seed_offset (when given) 1-D. -1 (unknown) matches any size.
 ///
-/// Forward: q, k, v and the mask are merged in that order over `a`, `c` and `s` with the semantics''
+/// Forward: q, k, v and the mask are merged in that order over `a`, `c` and `s` with the semantics'
 /// policy (fluid first-wins, phi the co-shard union; as in phi's rule, which merges one mesh dim
 /// per axis, a given sharding is not dropped for divisibility); size-1 dims propose nothing. GQA (hk != h): the heads' mesh dims must also split hk evenly, else they are
 /// dropped (phi replicates the heads when hk is not divisible; under phi we drop the trailing
