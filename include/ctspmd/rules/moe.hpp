@@ -109,25 +109,21 @@ constexpr status moe_merge(axis_to_dim_map& map, const std::array<std::string_vi
                         {true, false, false, /*drop_indivisible=*/true});
 }
 
-/// The number of blocks the tokens (label `s` of `map`) are split into: each device routes its own.
-constexpr std::int64_t token_blocks(const axis_to_dim_map& map, const process_mesh& mesh) {
-  std::int64_t blocks = 1;
-  for (const auto m : sharding_mesh_dims(map, "s")) blocks *= mesh.dim_size(m);
-  return blocks;
-}
 /// A size bound to the tokens: dim `dim` of input `input`, or (input -1) the capacity attribute.
 struct token_bound {
   std::int64_t size = -1;
   std::int64_t input = -1, dim = 0;
 };
-/// Makes every token block hold an equal part of each size in `bound`: under phi, the tokens'
-/// last mesh dim is dropped until each divides (phi's divisibility rule); under fluid, a size
+/// Makes every token block (the tokens, label `s` of `map`, are split into `map.list('s').shards(mesh)`
+/// blocks, one per device that routes its own) hold an equal part of each size in `bound`: under
+/// phi, the tokens' last mesh dim is dropped until each divides (phi's divisibility rule); under fluid, a size
 /// that does not divide is InvalidArgument.
 template <std::size_t N>
 constexpr status fit_token_blocks(axis_to_dim_map& map, const process_mesh& mesh, const std::array<token_bound, N>& bound,
                                   semantics s) {
   for (const auto& b : bound)
-    for (auto blocks = token_blocks(map, mesh); b.size > 0 && b.size % blocks != 0; blocks = token_blocks(map, mesh)) {
+    for (auto blocks = map.list('s').shards(mesh); b.size > 0 && b.size % blocks != 0;
+         blocks = map.list('s').shards(mesh)) {
       if (s == semantics::phi) {
         auto list = map.list('s');
         list.pop_back();
