@@ -435,6 +435,21 @@ class plan {
     return trainable(tensor(name, shape, layout, element));
   }
 
+  /// Lays out plan input `t`, declared without a layout, as `attr` (what `model::apply` does with
+  /// the layouts `model::search` chose). A tensor an operator writes, or one already annotated, is
+  /// an error.
+  constexpr void annotate(tensor_id t, const tensor_dist_attr& attr) {
+    auto& info = tensors_[checked(t)];
+    if (info.producer != -1 || info.annotated)
+      raise(make_error(error_kind::invalid_argument, "plan",
+                       "tensor {} is not a plan input declared without a layout: it cannot be annotated", t.index));
+    if (!(attr.process_mesh() == mesh_))
+      raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is annotated on another process mesh", t.index));
+    dist_tensor_spec::check(info.shape, attr).check();
+    info.annotated = true;
+    info.annotation = attr;
+  }
+
   /// The operator `Op` (a registered name) reading `inputs` and writing `outputs`.
   template <fixed_string Op>
   constexpr void op(std::initializer_list<tensor_id> inputs, std::initializer_list<tensor_id> outputs,

@@ -1,0 +1,749 @@
+#ifndef CTSPMD_MODEL_SEARCH_HPP
+#define CTSPMD_MODEL_SEARCH_HPP
+/// \file Finding a plan: the cheapest layouts for a forward plan's unannotated inputs.
+///
+///     auto found = model::search(forward, loss, model::h100_cluster(mesh), {.memory_limit = 80 * GB});
+///     found.best().layout(w1);            // the layout chosen for parameter w1
+///     found.best().cost.step_seconds();   // its training step's exact cost
+///     auto plan = model::apply(forward, found.best());   // the plan, annotated: verify it as usual
+///
+/// What is chosen: the layout of every plan input declared without one (parameters, and data
+/// such as the token batch), each either replicated or, per mesh dim of size > 1, split along
+/// a tensor dim that mesh dim's size divides (one mesh dim a tensor dim: no co-shards), and the
+/// step's plan-level options: ZeRO's stage over `zero_dim` and the recomputation, when asked to
+/// try them. A repeated block's body is declared once, so its inputs take one layout for all
+/// runs (the block is verified by induction when the chosen plan is propagated).
+///
+/// How, in two tiers:
+/// 1. **Dynamic programming over the forward operators** in program order (a repeated block's
+///    body twice: its first run, then one run standing for the others). A state is the layout
+///    of every tensor still to be read (live), with the choices made and an estimate of their
+///    cost; an operator reading an undecided input branches over its candidates, runs the
+///    operator's rule and adds its estimate; states with the same live layouts are merged,
+///    keeping the `candidates` cheapest, so that the search grows with the operators, not with
+///    the product of the candidates (a decoder layer's residual stream is one layout again after
+///    each block). The estimate of an operator, in seconds on the cluster: its reshards (the
+///    collectives propagation would report, latency + bytes / bandwidth) twice (forward, and the
+///    backward pass's mirror of them), its FLOPs on a device three times (forward and backward),
+///    and each parameter's gradient all-reduced over the mesh dims on which another input of
+///    its operator is split but it is not (data parallelism). `max_states` bounds the states
+///    after each operator (the cheapest are kept); exact while the distinct live layouts fit.
+/// 2. **Exact evaluation**: the `candidates` cheapest assignments, and the greedy one (below),
+///    are applied to the plan, their training steps built, propagated and costed (`cost`), under
+///    each plan-level option tried; those whose peak memory exceeds `memory_limit` are dropped,
+///    the rest ranked by `step_seconds()`. The best and the next `keep` are returned.
+///
+/// The greedy choice is DTensor's: each operator's undecided inputs take the layouts cheapest
+/// for that operator and what came before it (the same dynamic programming with one state).
+/// It is one of the evaluated candidates, so the search never returns a plan worse than greedy.
+///
+/// Decisions: the estimate only ranks candidates for tier 2 and every returned figure is exact,
+/// but the optimum of the exact cost is found only when it is among the `candidates` cheapest
+/// estimates (raise `candidates` to widen the net; the runtime tests compare with enumeration of
+/// every assignment). A plan input that its first reader cannot take as laid out is resharded on
+/// every step, as propagation does for an annotated one. Unannotated plan inputs the loss does not
+/// depend on are chosen too (their cost is zero whatever the layout: the first candidate,
+/// replicated, wins ties). Memory is not estimated in tier 1: a limit only filters tier 2.
+///
+/// Compile time: `search` is one constant expression; `model::searched<make_problem>()` spreads
+/// the same search over one constant expression for the dynamic programming and one per exact
+/// evaluation, so that a larger plan stays within the compilers' default limits.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include <ctspmd/core/error.hpp>
+#include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/model/cost.hpp>
+#include <ctspmd/model/plan.hpp>
+#include <ctspmd/model/propagate.hpp>
+#include <ctspmd/model/training.hpp>
+
+namespace ctspmd::model {
+
+/// The most unannotated plan inputs a search chooses layouts for.
+inline constexpr std::size_t max_search_inputs = 48;
+
+/// Options of `search`.
+struct search_options {
+  /// The bytes a device may hold at the step's peak (`memory().peak`); 0: no limit.
+  std::int64_t memory_limit = 0;
+  /// Assignments of layouts the dynamic programming keeps per live layout and passes to exact
+  /// evaluation (at most `max_search_candidates`).
+  std::size_t candidates = 8;
+  /// Plans returned after the best (at most `max_search_candidates - 1`).
+  std::size_t keep = 3;
+  /// States the dynamic programming keeps after each operator (at most `max_search_states`).
+  std::size_t max_states = 64;
+  /// The step's precision and its ZeRO stage and recomputation (the first tried).
+  training_options training{};
+  /// Also try ZeRO stages 1, 2 and 3 over this mesh dim; -1: only `training`'s.
+  std::int64_t zero_dim = -1;
+  /// Also try selective and full recomputation.
+  bool try_recompute = false;
+};
+inline constexpr std::size_t max_search_candidates = 16;
+inline constexpr std::size_t max_search_states = 64;
+
+/// A layout chosen for an unannotated plan input.
+struct chosen_layout {
+  tensor_id tensor{};
+  tensor_dist_attr attr{};
+  friend constexpr bool operator==(const chosen_layout&, const chosen_layout&) = default;
+};
+
+/// A plan a search found: its layouts, step options and exact cost.
+struct searched_plan {
+  static_vector<chosen_layout, max_search_inputs> layouts{};
+  training_options training{};
+  step_cost cost{};
+  double estimate = 0;  ///< the dynamic programming's estimate of its layouts (seconds)
+  bool greedy = false;  ///< the greedy per-operator choice's layouts
+
+  /// The layout chosen for plan input `t`.
+  constexpr const tensor_dist_attr& layout(tensor_id t) const {
+    for (const auto& c : layouts)
+      if (c.tensor == t) return c.attr;
+    raise(make_error(error_kind::not_found, "search", "tensor {} is not a plan input the search chose a layout for", t.index));
+    return layouts[0].attr;
+  }
+  constexpr double step_seconds() const noexcept { return cost.step_seconds(); }
+};
+
+/// What `search` found: the feasible plans, best first, and the greedy choice's best plan.
+struct search_result {
+  static_vector<searched_plan, max_search_candidates> plans{};
+  searched_plan greedy{};
+  bool greedy_feasible = false;
+  std::size_t states = 0;       ///< states the dynamic programming created
+  std::size_t evaluations = 0;  ///< training steps built, propagated and costed
+  std::size_t infeasible = 0;   ///< of which failed to propagate or exceeded the memory limit
+
+  constexpr bool ok() const noexcept { return !plans.empty(); }
+  constexpr const searched_plan& best() const {
+    if (plans.empty())
+      raise(make_error(error_kind::not_found, "search",
+                       "no plan fits: every candidate ({} evaluated) failed or exceeded the memory limit", evaluations));
+    return plans[0];
+  }
+};
+
+/// `forward` with the layouts of `found` annotated on its inputs.
+template <std::size_t T, std::size_t O>
+constexpr plan<T, O> apply(const plan<T, O>& forward, const searched_plan& found) {
+  plan<T, O> p = forward;
+  for (const auto& c : found.layouts) p.annotate(c.tensor, c.attr);
+  return p;
+}
+
+namespace detail {
+
+/// An object on the heap (constant evaluation allows it, transiently): plans, steps and their
+/// propagations are too large for a run-time stack.
+template <class T>
+class heap {
+ public:
+  template <class... A>
+  constexpr explicit heap(A&&... a) : p_(new T(static_cast<A&&>(a)...)) {}
+  heap(const heap&) = delete;
+  heap& operator=(const heap&) = delete;
+  constexpr ~heap() { delete p_; }
+  constexpr T& operator*() const noexcept { return *p_; }
+  constexpr T* operator->() const noexcept { return p_; }
+
+ private:
+  T* p_;
+};
+
+/// Candidate c of `count_candidates` for a tensor of `shape` on `mesh`: per mesh dim of size > 1
+/// (mixed radix, rank + 1 each), none or a tensor dim its size divides, no tensor dim twice;
+/// false for a code that breaks a rule (skipped).
+constexpr bool candidate_layout(const process_mesh& mesh, const tensor_shape& shape, std::size_t code,
+                                tensor_dist_attr& out) {
+  dims_mapping mapping(shape.size(), -1);
+  const std::size_t radix = shape.size() + 1;
+  for (std::int64_t m = 0; m < mesh.ndim(); ++m) {
+    const std::int64_t n = mesh.dim_size(m);
+    if (n == 1) continue;
+    const std::size_t digit = code % radix;
+    code /= radix;
+    if (digit == 0) continue;
+    const std::size_t d = digit - 1;
+    if (mapping[d] != -1 || shape[d] <= 0 || shape[d] % n != 0) return false;
+    mapping[d] = m;
+  }
+  out = tensor_dist_attr(mesh, mapping);
+  return true;
+}
+constexpr std::size_t candidate_codes(const process_mesh& mesh, const tensor_shape& shape) {
+  std::size_t n = 1;
+  for (std::int64_t m = 0; m < mesh.ndim(); ++m)
+    if (mesh.dim_size(m) > 1) n *= shape.size() + 1;
+  return n;
+}
+
+/// A tensor's layout in a search state.
+struct live_layout {
+  std::uint16_t tensor = 0;
+  tensor_dist_attr attr{};
+  friend constexpr bool operator==(const live_layout&, const live_layout&) = default;
+};
+inline constexpr std::size_t max_live = 32;
+
+struct search_state {
+  static_vector<live_layout, max_live> live{};     ///< by tensor index
+  std::array<std::uint16_t, max_search_inputs> code{};  ///< per search input its candidate, or 0xffff
+  double estimate = 0;
+  std::uint64_t key = 0;  ///< a hash of `live`
+};
+
+/// The layouts the dynamic programming passes to exact evaluation.
+struct search_candidates {
+  static_vector<std::uint16_t, max_search_inputs> inputs{};  ///< the tensors chosen for
+  struct entry {
+    std::array<std::uint16_t, max_search_inputs> code{};
+    double estimate = 0;
+    bool greedy = false;
+  };
+  static_vector<entry, max_search_candidates + 1> entries{};  ///< cheapest estimate first; greedy's last
+  std::size_t states = 0;
+};
+
+/// The dynamic programming of tier 1 (see the file comment) over plan `p`.
+template <std::size_t T, std::size_t O>
+class layout_search {
+ public:
+  constexpr layout_search(const plan<T, O>& p, const cluster& c, const search_options& o)
+      : p_(p), c_(c), o_(o) {
+    if (o.candidates == 0 || o.candidates > max_search_candidates)
+      raise(make_error(error_kind::invalid_argument, "search", "candidates is {}: it must be in [1, {}]", o.candidates,
+                       max_search_candidates));
+    if (o.keep >= max_search_candidates)
+      raise(make_error(error_kind::invalid_argument, "search", "keep is {}: it must be below {}", o.keep,
+                       max_search_candidates));
+    if (o.max_states == 0 || o.max_states > max_search_states)
+      raise(make_error(error_kind::invalid_argument, "search", "max_states is {}: it must be in [1, {}]", o.max_states,
+                       max_search_states));
+    if (!(c.peak_flops > 0)) raise(make_error(error_kind::invalid_argument, "search", "the cluster's peak FLOP/s must be positive"));
+    for (auto& v : input_of_) v = 0xffff;
+    for (std::size_t t = 0; t < p.tensor_count(); ++t) {
+      const auto& info = p.tensor_at(t);
+      if (info.producer != -1 || info.annotated || info.role != tensor_role::value || info.layout_of >= 0) continue;
+      if (inputs_.size() == max_search_inputs)
+        raise(make_error(error_kind::invalid_argument, "search",
+                         "more than {} plan inputs without a layout: annotate some", max_search_inputs));
+      for (auto s : info.shape)
+        if (s < 0)
+          raise(make_error(error_kind::invalid_argument, "search",
+                           "tensor {} has a size unknown until run time: a search needs every size", t));
+      input_of_[t] = static_cast<std::uint16_t>(inputs_.size());
+      inputs_.push_back(static_cast<std::uint16_t>(t));
+    }
+    schedule();
+  }
+
+  /// Runs the dynamic programming with `width` states and `per_key` states per live layout.
+  constexpr void run(std::size_t width, std::size_t per_key) {
+    width_ = width;
+    per_key_ = per_key;
+    now_->clear();
+    search_state start;
+    for (auto& c : start.code) c = 0xffff;
+    now_->push_back(start);
+    for (std::size_t s = 0; s < steps_.size(); ++s) {
+      next_->clear();
+      for (const auto& st : *now_) expand(st, s);
+      if (next_->empty())
+        raise(make_error(error_kind::invalid_argument, p_.op_at(steps_[s].op).name(),
+                         "search: no layout of the plan's inputs lets operator {} run", steps_[s].op));
+      auto* t = now_;
+      now_ = next_;
+      next_ = t;
+    }
+  }
+
+  /// The candidates for exact evaluation: the full search's cheapest, then the greedy choice.
+  constexpr search_candidates candidates() {
+    search_candidates out;
+    out.inputs = inputs_;
+    run(o_.max_states, o_.candidates);
+    sort(*now_);
+    for (const auto& st : *now_) {
+      if (out.entries.size() == o_.candidates) break;
+      bool seen = false;
+      for (const auto& e : out.entries) seen = seen || e.code == st.code;
+      if (!seen) out.entries.push_back({st.code, st.estimate, false});
+    }
+    const std::size_t full_states = created_;
+    run(1, 1);
+    out.entries.push_back({(*now_)[0].code, (*now_)[0].estimate, true});
+    out.states = full_states + created_;
+    return out;
+  }
+
+  /// The layout of candidate `code` of search input `i`.
+  constexpr tensor_dist_attr layout_of(std::size_t i, std::uint16_t code) const {
+    tensor_dist_attr a;
+    candidate_layout(p_.mesh(), p_.tensor_at(inputs_[i]).shape, code, a);
+    return a;
+  }
+
+ private:
+  using size_t = std::size_t;
+  using states = static_vector<search_state, max_search_states>;
+  using specs = static_vector<dist_tensor_spec, max_operands>;
+  static constexpr spec_span span(const specs& s) noexcept { return {s.data(), s.size()}; }
+  static constexpr spmd_info& cleared(spmd_info& info) noexcept {
+    info.inputs.clear();
+    info.outputs.clear();
+    return info;
+  }
+
+  // One step of the schedule: operator `op` run `weight` times, after `bind` (a block's input
+  // taking tensor `bind_from`'s layout) when `bind` is set.
+  struct step {
+    std::uint16_t op = 0;
+    std::int64_t weight = 1;
+    bool bind = false;
+    std::uint16_t bind_to = 0, bind_from = 0;
+    static_vector<std::uint16_t, 2 * max_operands + 1> dies{};  ///< tensors not read after it
+  };
+
+  constexpr void schedule() {
+    for (size_t b = 0; b < p_.block_count(); ++b)
+      for (size_t a = b + 1; a < p_.block_count(); ++a)
+        if (p_.block_at(a).first_op < p_.block_at(b).end_op)
+          raise(make_error(error_kind::invalid_argument, "search", "a search does not take nested repeated blocks"));
+    size_t i = 0;
+    while (i < p_.op_count()) {
+      const block_info* blk = nullptr;
+      for (size_t b = 0; b < p_.block_count(); ++b)
+        if (p_.block_at(b).first_op == i && p_.block_at(b).end_op > i) blk = &p_.block_at(b);
+      if (blk == nullptr) {
+        add_step(i, 1, false, 0, 0);
+        ++i;
+        continue;
+      }
+      const auto in = static_cast<std::uint16_t>(blk->input.index);
+      for (size_t k = blk->first_op; k < blk->end_op; ++k)  // the first run
+        add_step(k, 1, k == blk->first_op, in, static_cast<std::uint16_t>(blk->source.index));
+      if (blk->count > 1)  // a run standing for the others
+        for (size_t k = blk->first_op; k < blk->end_op; ++k)
+          add_step(k, static_cast<std::int64_t>(blk->count - 1), k == blk->first_op, in,
+                   static_cast<std::uint16_t>(blk->output.index));
+      i = blk->end_op;
+    }
+    // Liveness, backwards: a tensor dies after the step that last reads it before it is written
+    // again (or, never read, after the step that writes it).
+    std::array<bool, T> needed{};
+    for (size_t s = steps_.size(); s-- > 0;) {
+      auto& st = steps_[s];
+      const auto& op = p_.op_at(st.op);
+      for (auto t : op.outputs) {
+        if (!needed[t]) st.dies.push_back(t);
+        needed[t] = false;
+      }
+      for (auto t : op.inputs) {
+        if (!needed[t]) {
+          bool listed = false;
+          for (auto d : st.dies) listed = listed || d == t;
+          if (!listed) st.dies.push_back(t);
+        }
+        needed[t] = true;
+      }
+      if (st.bind) {
+        needed[st.bind_to] = false;
+        if (!needed[st.bind_from]) st.dies.push_back(st.bind_from);
+        needed[st.bind_from] = true;
+      }
+    }
+  }
+  constexpr void add_step(size_t op, std::int64_t weight, bool bind, std::uint16_t to, std::uint16_t from) {
+    if (steps_.size() == steps_.capacity())
+      raise(make_error(error_kind::invalid_argument, "search", "more than {} operator runs to search", steps_.capacity()));
+    step s;
+    s.op = static_cast<std::uint16_t>(op);
+    s.weight = weight;
+    s.bind = bind;
+    s.bind_to = to;
+    s.bind_from = from;
+    steps_.push_back(s);
+  }
+
+  static constexpr const tensor_dist_attr* find(const search_state& s, size_t t) {
+    for (const auto& l : s.live)
+      if (l.tensor == t) return &l.attr;
+    return nullptr;
+  }
+  static constexpr void put(search_state& s, size_t t, const tensor_dist_attr& a) {
+    size_t k = 0;
+    while (k < s.live.size() && s.live[k].tensor < t) ++k;
+    if (k < s.live.size() && s.live[k].tensor == t) {
+      s.live[k].attr = a;
+      return;
+    }
+    if (s.live.size() == max_live)
+      raise(make_error(error_kind::invalid_argument, "search", "more than {} tensors live at once", max_live));
+    s.live.push_back({});
+    for (size_t j = s.live.size() - 1; j > k; --j) s.live[j] = s.live[j - 1];
+    s.live[k] = {static_cast<std::uint16_t>(t), a};
+  }
+  static constexpr void drop(search_state& s, size_t t) {
+    size_t k = 0;
+    while (k < s.live.size() && s.live[k].tensor != t) ++k;
+    if (k == s.live.size()) return;
+    for (; k + 1 < s.live.size(); ++k) s.live[k] = s.live[k + 1];
+    s.live.pop_back();
+  }
+  constexpr std::uint64_t hash(const search_state& s) const {
+    std::uint64_t h = 1469598103934665603ull;
+    const auto mix = [&h](std::int64_t v) { h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull; };
+    for (const auto& l : s.live) {
+      mix(l.tensor);
+      for (std::int64_t m = 0; m < p_.mesh().ndim(); ++m) {
+        const auto st = state_on(l.attr, m);
+        mix(st.kind * 64 + st.value * 4 + st.order);
+      }
+    }
+    return h;
+  }
+
+  // The estimate of resharding tensor t from `from` to `to` (propagation's collectives: see
+  // `add_reshards`), in seconds.
+  constexpr double reshard_seconds(size_t t, const tensor_dist_attr& from, const tensor_dist_attr& to) const {
+    if (from == to) return 0;
+    const auto& mesh = p_.mesh();
+    double s = 0;
+    std::uint32_t grouped = 0;
+    for (std::int64_t m = 0; m < mesh.ndim(); ++m) {
+      const auto a = state_on(from, m), b = state_on(to, m);
+      if (a == b || ((grouped >> m) & 1) != 0) continue;
+      const auto kind = classify(a, b);
+      std::int64_t n = mesh.dim_size(m);
+      if (kind == collective::all_reduce)
+        for (std::int64_t k = m + 1; k < mesh.ndim(); ++k)
+          if (state_on(from, k) == a && classify(a, state_on(to, k)) == collective::all_reduce) {
+            grouped |= std::uint32_t{1} << k;
+            n *= mesh.dim_size(k);
+          }
+      if (kind == collective::local_slice || kind == collective::local_partial) continue;
+      s += seconds(m, reshard_bytes(kind, p_.tensor_at(t), from, n));
+    }
+    return s;
+  }
+  constexpr double seconds(std::int64_t m, std::int64_t bytes) const {
+    const link& l = c_.links[static_cast<size_t>(m)];
+    if (!(l.bandwidth > 0))
+      raise(make_error(error_kind::invalid_argument, "search",
+                       "mesh dim {} sends collectives, but its link has no bandwidth", m));
+    return l.latency + static_cast<double>(bytes) / (l.bandwidth * c_.communication_efficiency);
+  }
+  static constexpr std::int64_t local(const dist_tensor_spec& s, std::int64_t d) {
+    const std::int64_t rank = static_cast<std::int64_t>(s.shape().size());
+    if (rank == 0) return 1;
+    const auto at = static_cast<size_t>(d < 0 ? (d + rank < 0 ? 0 : d + rank) : d);
+    std::int64_t n = 1;
+    for (std::int64_t m = 0; m < s.dist_attr().process_mesh().ndim(); ++m)
+      if (s.dist_attr().sharded_tensor_dim(m) == static_cast<std::int64_t>(at)) n *= s.dist_attr().process_mesh().dim_size(m);
+    return (s.shape()[at] + n - 1) / n;
+  }
+  static constexpr double elements(const dist_tensor_spec& s) {
+    double n = 1;
+    for (size_t d = 0; d < s.shape().size(); ++d) n *= static_cast<double>(local(s, static_cast<std::int64_t>(d)));
+    return n;
+  }
+  // FLOPs a device computes for the operator, the estimate's: a matmul or bmm 2 x (x's local
+  // elements) x n, attention 4 x (q's) x (k's length), others one per output element.
+  constexpr double flops(const operator_info& op, const specs& in, const spmd_info& info) const {
+    if (op.rule == "matmul" || op.rule == "matmul_v2" || op.rule == "bmm") {
+      const bool trans_y = op.rule != "bmm" && op.attributes.template get<rules::matmul_attributes>().trans_y;
+      return 2 * elements(in[0]) * (in[1].shape().size() < 2 ? 1 : static_cast<double>(local(in[1], trans_y ? -2 : -1)));
+    }
+    if (op.rule == "flash_attention") return 4 * elements(in[0]) * static_cast<double>(local(in[1], 1));
+    if (op.rule == "assign" || op.rule == "reshape" || op.rule == "reshape2" || op.rule == "transpose") return 0;
+    double n = 0;
+    for (size_t j = 0; j < info.outputs.size(); ++j) {
+      const auto& shape = p_.tensor_at(op.outputs[j]).shape;
+      n += elements(dist_tensor_spec(shape, info.outputs[j]));
+    }
+    return n;
+  }
+
+  // Every branch of state `st` at step s into next_.
+  constexpr void expand(const search_state& st, size_t s) {
+    const step& stp = steps_[s];
+    const auto& op = p_.op_at(stp.op);
+    // The undecided search inputs the step reads, and how many branches they make.
+    static_vector<std::uint16_t, max_operands + 1> open;
+    size_t branches = 1;
+    const auto reads = [&](std::uint16_t t) {
+      const auto i = input_of_[t];
+      if (i == 0xffff || st.code[i] != 0xffff) return;
+      for (auto o : open)
+        if (o == i) return;
+      open.push_back(i);
+      branches *= candidate_codes(p_.mesh(), p_.tensor_at(t).shape);
+      if (branches > 100000)
+        raise(make_error(error_kind::invalid_argument, op.name(),
+                         "search: operator {} reads inputs with more than 100,000 layouts together", stp.op));
+    };
+    if (stp.bind) reads(stp.bind_from);
+    for (auto t : op.inputs) reads(t);
+    for (size_t b = 0; b < branches; ++b) {
+      search_state next = st;
+      size_t rest = b;
+      bool valid = true;
+      for (auto i : open) {
+        const auto t = inputs_[i];
+        const size_t n = candidate_codes(p_.mesh(), p_.tensor_at(t).shape);
+        const auto code = static_cast<std::uint16_t>(rest % n);
+        rest /= n;
+        tensor_dist_attr a;
+        if (!candidate_layout(p_.mesh(), p_.tensor_at(t).shape, code, a)) {
+          valid = false;
+          break;
+        }
+        next.code[i] = code;
+        put(next, t, a);
+      }
+      if (!valid) continue;
+      if (stp.bind) {
+        const tensor_dist_attr* from = find(next, stp.bind_from);
+        put(next, stp.bind_to, from != nullptr ? *from : *held(stp.bind_from));
+      }
+      run_op(next, s);
+    }
+  }
+  // The layout of an annotated plan input not yet read.
+  constexpr const tensor_dist_attr* held(size_t t) const {
+    const auto& info = p_.tensor_at(t);
+    if (info.annotated) return &info.annotation;
+    raise(make_error(error_kind::invalid_argument, "search", "tensor {} is read before it has a layout", t));
+    return nullptr;
+  }
+
+  // Runs step s's operator on state `st` (its inputs laid out), as propagation's run_op does,
+  // and adds the result to next_.
+  constexpr void run_op(search_state& st, size_t s) {
+    const step& stp = steps_[s];
+    const auto& op = p_.op_at(stp.op);
+    in_.clear();
+    for (auto t : op.inputs) {
+      const tensor_dist_attr* a = find(st, t);
+      if (a == nullptr) a = held(t);
+      in_.emplace_back(p_.tensor_at(t).shape, *a);
+    }
+    if (!op.forward(cleared(fwd_), span(in_), op.attributes, p_.semantics())) return;
+    if (fwd_.outputs.size() != op.outputs.size()) return;
+    double comm = 0;
+    const dist_attrs* need = &fwd_.inputs;
+    bool pinned = false;
+    for (auto t : op.outputs) pinned = pinned || p_.tensor_at(t).annotated;
+    if (pinned) {
+      for (size_t j = 0; j < op.outputs.size(); ++j)
+        if (p_.tensor_at(op.outputs[j]).annotated) fwd_.outputs[j] = p_.tensor_at(op.outputs[j]).annotation;
+      outs_.clear();
+      for (size_t j = 0; j < op.outputs.size(); ++j) outs_.emplace_back(p_.tensor_at(op.outputs[j]).shape, fwd_.outputs[j]);
+      if (!op.backward(cleared(bwd_), span(in_), span(outs_), op.attributes, p_.semantics())) return;
+      need = &bwd_.inputs;
+      needed_.clear();
+      for (size_t k = 0; k < op.inputs.size(); ++k) needed_.emplace_back(p_.tensor_at(op.inputs[k]).shape, (*need)[k]);
+      if (!op.forward(cleared(again_), span(needed_), op.attributes, p_.semantics())) return;
+      for (size_t j = 0; j < op.outputs.size(); ++j) {
+        if (!p_.tensor_at(op.outputs[j]).annotated) fwd_.outputs[j] = again_.outputs[j];
+        comm += reshard_seconds(op.outputs[j], again_.outputs[j], fwd_.outputs[j]);
+      }
+    }
+    double sync = 0;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const auto t = op.inputs[k];
+      comm += reshard_seconds(t, in_[k].dist_attr(), (*need)[k]);
+      const auto& info = p_.tensor_at(t);
+      if (!info.trainable) continue;
+      // Data parallelism: split elsewhere on a mesh dim, this parameter's gradient is partial there.
+      const tensor_dist_attr& w = (*need)[k];
+      double bytes = elements(dist_tensor_spec(info.shape, w)) *
+                     static_cast<double>(o_.training.gradient_element_bytes > 0 ? o_.training.gradient_element_bytes
+                                                                                : info.element_bytes);
+      for (std::int64_t m = 0; m < p_.mesh().ndim(); ++m) {
+        if (w.shards(m) || p_.mesh().dim_size(m) == 1) continue;
+        bool split_elsewhere = false;
+        for (size_t j = 0; j < op.inputs.size(); ++j)
+          split_elsewhere = split_elsewhere || (j != k && ((*need)[j].shards(m) || (*need)[j].is_partial(m)));
+        if (!split_elsewhere) continue;
+        const auto n = static_cast<double>(p_.mesh().dim_size(m));
+        sync += seconds(m, static_cast<std::int64_t>(2 * (n - 1) / n * bytes));
+      }
+    }
+    const double compute = flops(op, pinned ? needed_ : in_, pinned ? again_ : fwd_) /
+                           (c_.peak_flops * c_.compute_efficiency);
+    st.estimate += static_cast<double>(stp.weight) * (2 * comm + 3 * compute + sync);
+    for (size_t j = 0; j < op.outputs.size(); ++j) put(st, op.outputs[j], fwd_.outputs[j]);
+    for (auto t : stp.dies) drop(st, t);
+    st.key = hash(st);
+    ++created_;
+    keep(st);
+  }
+
+  // Adds `st` to next_: at most per_key_ states with its live layouts, width_ in all, cheapest kept.
+  constexpr void keep(const search_state& st) {
+    auto& list = *next_;
+    size_t same = 0, worst_same = 0, worst = 0;
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (list[k].estimate > list[worst].estimate) worst = k;
+      if (list[k].key == st.key && list[k].live == st.live) {
+        if (same == 0 || list[k].estimate > list[worst_same].estimate) worst_same = k;
+        ++same;
+      }
+    }
+    if (same >= per_key_) {
+      if (st.estimate < list[worst_same].estimate) list[worst_same] = st;
+      return;
+    }
+    if (list.size() < width_) {
+      list.push_back(st);
+      return;
+    }
+    if (st.estimate < list[worst].estimate) list[worst] = st;
+  }
+  static constexpr void sort(states& list) {  // by estimate, stable (insertion sort: a few dozen)
+    for (size_t i = 1; i < list.size(); ++i)
+      for (size_t j = i; j > 0 && list[j].estimate < list[j - 1].estimate; --j) {
+        search_state t = list[j];
+        list[j] = list[j - 1];
+        list[j - 1] = t;
+      }
+  }
+
+  const plan<T, O>& p_;
+  const cluster& c_;
+  search_options o_;
+  std::array<std::uint16_t, T> input_of_{};
+  static_vector<std::uint16_t, max_search_inputs> inputs_{};
+  static_vector<step, 2 * O> steps_{};
+  states a_{}, b_{};
+  states* now_ = &a_;
+  states* next_ = &b_;
+  size_t width_ = 1, per_key_ = 1, created_ = 0;
+  specs in_{}, outs_{}, needed_{};
+  spmd_info fwd_{}, bwd_{}, again_{};
+};
+
+/// The plan-level options tried with each candidate: `o.training`, then ZeRO's stages over
+/// `zero_dim` and the recomputations asked for.
+constexpr static_vector<training_options, 12> option_sets(const search_options& o) {
+  static_vector<training_options, 12> out;
+  static_vector<training_options, 4> zero;
+  zero.push_back(o.training);
+  if (o.zero_dim >= 0)
+    for (std::int64_t stage = 1; stage <= 3; ++stage) {
+      training_options t = o.training;
+      t.shard_optimizer_states_on = o.zero_dim;
+      t.zero_stage = stage;
+      if (!(t.stage() == o.training.stage() && t.shard_optimizer_states_on == o.training.shard_optimizer_states_on))
+        zero.push_back(t);
+    }
+  for (const auto& z : zero) {
+    out.push_back(z);
+    if (o.try_recompute)
+      for (auto r : {recompute::none, recompute::selective, recompute::full})
+        if (r != z.recompute) {
+          training_options t = z;
+          t.recompute = r;
+          out.push_back(t);
+        }
+  }
+  return out;
+}
+
+/// Exact evaluation (tier 2) of the layouts `code` of `cand` under `options`: the training step
+/// of `forward` so annotated, propagated and costed; false if propagation fails.
+template <std::size_t T, std::size_t O>
+constexpr bool evaluate(const plan<T, O>& forward, tensor_id loss, const cluster& c, const search_candidates& cand,
+                        std::size_t entry, const training_options& options, searched_plan& out) {
+  const auto& e = cand.entries[entry];
+  out.layouts.clear();
+  for (std::size_t i = 0; i < cand.inputs.size(); ++i) {
+    tensor_dist_attr a;
+    candidate_layout(forward.mesh(), forward.tensor_at(cand.inputs[i]).shape, e.code[i], a);
+    out.layouts.push_back({tensor_id{cand.inputs[i]}, a});
+  }
+  out.training = options;
+  out.estimate = e.estimate;
+  out.greedy = e.greedy;
+  constexpr std::size_t T2 = step_tensors<0, T>, O2 = step_ops<0, O>, R = default_max_reshards(O2);
+  heap<plan<T, O>> annotated(forward);
+  for (const auto& l : out.layouts) annotated->annotate(l.tensor, l.attr);
+  heap<plan<T2, O2>> step(forward.mesh(), forward.semantics());
+  {
+    heap<step_state<T, T2>> state;
+    step_builder<T, O, T2, O2>(*annotated, *step, *state, options).build(loss);
+  }
+  heap<propagation<T2, R>> r;
+  {
+    propagator<T2, O2, R> run(*step, *r, {});
+    run.start();
+    run.resume(static_cast<std::size_t>(-1));
+  }
+  if (!r->ok()) return false;
+  heap<coster<T2, O2, R>> k(*step, *r);
+  k->resume(static_cast<std::size_t>(-1));
+  out.cost = k->result(c);
+  return true;
+}
+
+/// Adds evaluated plan `p` to `r` (see the file comment).
+constexpr void rank(search_result& r, const searched_plan& p, const search_options& o) {
+  if (o.memory_limit > 0 && p.cost.memory().peak > o.memory_limit) {
+    ++r.infeasible;
+    return;
+  }
+  if (p.greedy && (!r.greedy_feasible || p.step_seconds() < r.greedy.step_seconds())) {
+    r.greedy = p;
+    r.greedy_feasible = true;
+  }
+  for (const auto& q : r.plans)  // the greedy layouts may be among the others': once
+    if (q.training.stage() == p.training.stage() && q.training.recompute == p.training.recompute &&
+        q.layouts == p.layouts)
+      return;
+  auto& list = r.plans;
+  const std::size_t cap = o.keep + 1;
+  std::size_t at = 0;
+  while (at < list.size() && list[at].step_seconds() <= p.step_seconds()) ++at;
+  if (at >= cap) return;
+  if (list.size() < cap) list.push_back(p);
+  for (std::size_t j = list.size() - 1; j > at; --j) list[j] = list[j - 1];
+  list[at] = p;
+}
+
+}  // namespace detail
+
+/// The cheapest plans for forward plan `p` whose loss is `loss`, on cluster `c` (see the file
+/// comment): layouts for its unannotated inputs and the step's options, exactly costed.
+template <std::size_t T, std::size_t O>
+constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluster& c, const search_options& o = {}) {
+  search_result r;
+  detail::search_candidates cand;
+  {
+    detail::heap<detail::layout_search<T, O>> s(p, c, o);
+    cand = s->candidates();
+  }
+  r.states = cand.states;
+  const auto sets = detail::option_sets(o);
+  for (std::size_t e = 0; e < cand.entries.size(); ++e)
+    for (const auto& t : sets) {
+      detail::heap<searched_plan> found;
+      ++r.evaluations;
+      if (!detail::evaluate(p, loss, c, cand, e, t, *found)) {
+        ++r.infeasible;
+        continue;
+      }
+      detail::rank(r, *found, o);
+    }
+  return r;
+}
+
+}  // namespace ctspmd::model
+
+#endif
