@@ -16,7 +16,8 @@
 ///
 /// How, in two tiers:
 /// 1. **Dynamic programming over the forward operators** in program order (a repeated block's
-///    body twice: its first run, then one run standing for the others). A state is the layout
+///    body twice: its first run, then one run standing for the others, as induction verifies
+///    them). A state is the layout
 ///    of every tensor still to be read (live), with the choices made and an estimate of their
 ///    cost; an operator reading an undecided input branches over its candidates, runs the
 ///    operator's rule and adds its estimate; states with the same live layouts are merged,
@@ -52,6 +53,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/static_vector.hpp>
@@ -71,7 +74,7 @@ struct search_options {
   std::int64_t memory_limit = 0;
   /// Assignments of layouts the dynamic programming keeps per live layout and passes to exact
   /// evaluation (at most `max_search_candidates`).
-  std::size_t candidates = 8;
+  std::size_t candidates = 16;
   /// Plans returned after the best (at most `max_search_candidates - 1`).
   std::size_t keep = 3;
   /// States the dynamic programming keeps after each operator (at most `max_search_states`).
@@ -84,7 +87,7 @@ struct search_options {
   bool try_recompute = false;
 };
 inline constexpr std::size_t max_search_candidates = 16;
-inline constexpr std::size_t max_search_states = 64;
+inline constexpr std::size_t max_search_states = 255;
 
 /// A layout chosen for an unannotated plan input.
 struct chosen_layout {
@@ -243,43 +246,29 @@ class layout_search {
     schedule();
   }
 
-  /// Runs the dynamic programming with `width` states and `per_key` states per live layout.
-  constexpr void run(std::size_t width, std::size_t per_key) {
-    width_ = width;
-    per_key_ = per_key;
-    now_->clear();
-    search_state start;
-    for (auto& c : start.code) c = 0xffff;
-    now_->push_back(start);
-    for (std::size_t s = 0; s < steps_.size(); ++s) {
-      next_->clear();
-      for (const auto& st : *now_) expand(st, s);
-      if (next_->empty())
-        raise(make_error(error_kind::invalid_argument, p_.op_at(steps_[s].op).name(),
-                         "search: no layout of the plan's inputs lets operator {} run", steps_[s].op));
-      auto* t = now_;
-      now_ = next_;
-      next_ = t;
+  /// Starts the search: the full dynamic programming, then the greedy one (see the file comment).
+  constexpr void start() { begin_phase(0); }
+  /// Runs about `budget` branches (an operator run on a state with some inputs' layouts chosen).
+  constexpr void resume(std::size_t budget) {
+    while (budget > 0 && phase_ < 2) {
+      if (at_ == lists_[cur_].size()) {
+        finish_step();
+        continue;
+      }
+      if (branch_ == 0) begin_state();
+      run_branch(branch_);
+      --budget;
+      if (++branch_ == branches_) {
+        branch_ = 0;
+        ++at_;
+      }
     }
   }
-
+  constexpr bool finished() const noexcept { return phase_ == 2; }
   /// The candidates for exact evaluation: the full search's cheapest, then the greedy choice.
-  constexpr search_candidates candidates() {
-    search_candidates out;
-    out.inputs = inputs_;
-    run(o_.max_states, o_.candidates);
-    sort(*now_);
-    for (const auto& st : *now_) {
-      if (out.entries.size() == o_.candidates) break;
-      bool seen = false;
-      for (const auto& e : out.entries) seen = seen || e.code == st.code;
-      if (!seen) out.entries.push_back({st.code, st.estimate, false});
-    }
-    const std::size_t full_states = created_;
-    run(1, 1);
-    out.entries.push_back({(*now_)[0].code, (*now_)[0].estimate, true});
-    out.states = full_states + created_;
-    return out;
+  constexpr const search_candidates& result() const {
+    if (!finished()) raise(make_error(error_kind::precondition_not_met, "search", "the search is not finished"));
+    return result_;
   }
 
   /// The layout of candidate `code` of search input `i`.
@@ -317,14 +306,15 @@ class layout_search {
           raise(make_error(error_kind::invalid_argument, "search", "a search does not take nested repeated blocks"));
     size_t i = 0;
     while (i < p_.op_count()) {
-      const block_info* blk = nullptr;
+      size_t found = p_.block_count();
       for (size_t b = 0; b < p_.block_count(); ++b)
-        if (p_.block_at(b).first_op == i && p_.block_at(b).end_op > i) blk = &p_.block_at(b);
-      if (blk == nullptr) {
+        if (p_.block_at(b).first_op == i && p_.block_at(b).end_op > i) found = b;
+      if (found == p_.block_count()) {
         add_step(i, 1, false, 0, 0);
         ++i;
         continue;
       }
+      const block_info* blk = &p_.block_at(found);
       const auto in = static_cast<std::uint16_t>(blk->input.index);
       for (size_t k = blk->first_op; k < blk->end_op; ++k)  // the first run
         add_step(k, 1, k == blk->first_op, in, static_cast<std::uint16_t>(blk->source.index));
@@ -376,7 +366,7 @@ class layout_search {
       if (l.tensor == t) return &l.attr;
     return nullptr;
   }
-  static constexpr void put(search_state& s, size_t t, const tensor_dist_attr& a) {
+  static constexpr void put(search_state& s, size_t t, const tensor_dist_attr& a) {  // `a` not in `s`
     size_t k = 0;
     while (k < s.live.size() && s.live[k].tensor < t) ++k;
     if (k < s.live.size() && s.live[k].tensor == t) {
@@ -428,7 +418,7 @@ class layout_search {
             n *= mesh.dim_size(k);
           }
       if (kind == collective::local_slice || kind == collective::local_partial) continue;
-      s += seconds(m, reshard_bytes(kind, p_.tensor_at(t), from, n));
+      s += 2 * seconds(m, reshard_bytes(kind, p_.tensor_at(t), from, n));  // and backward's mirror
     }
     return s;
   }
@@ -470,50 +460,88 @@ class layout_search {
     return n;
   }
 
-  // Every branch of state `st` at step s into next_.
-  constexpr void expand(const search_state& st, size_t s) {
-    const step& stp = steps_[s];
+  // Phase 0: the full search, `max_states` wide; 1: the greedy one, one state wide.
+  constexpr void begin_phase(int phase) {
+    phase_ = phase;
+    width_ = phase == 0 ? o_.max_states : 1;
+    per_key_ = phase == 0 ? o_.candidates : 1;
+    step_ = 0;
+    at_ = 0;
+    branch_ = 0;
+    cur_ = 0;
+    lists_[0].clear();
+    search_state start;
+    for (auto& c : start.code) c = 0xffff;
+    lists_[0].push_back(start);
+    lists_[1].clear();
+  }
+  constexpr void finish_step() {
+    auto& next = lists_[1 - cur_];
+    if (next.empty())
+      raise(make_error(error_kind::invalid_argument, p_.op_at(steps_[step_].op).name(),
+                       "search: no layout of the plan's inputs lets operator {} run", steps_[step_].op));
+    lists_[cur_].clear();
+    cur_ = 1 - cur_;
+    at_ = 0;
+    branch_ = 0;
+    if (++step_ < steps_.size()) return;
+    auto& done = lists_[cur_];
+    sort(done);
+    if (phase_ == 0) {
+      result_.inputs = inputs_;
+      for (const auto& st : done) {
+        if (result_.entries.size() == o_.candidates) break;
+        result_.entries.push_back({st.code, st.estimate, false});
+      }
+      begin_phase(1);
+    } else {
+      result_.entries.push_back({done[0].code, done[0].estimate, true});
+      result_.states = created_;
+      phase_ = 2;
+    }
+  }
+
+  // The undecided search inputs step step_ reads in state at_, and how many branches they make.
+  constexpr void begin_state() {
+    const step& stp = steps_[step_];
     const auto& op = p_.op_at(stp.op);
-    // The undecided search inputs the step reads, and how many branches they make.
-    static_vector<std::uint16_t, max_operands + 1> open;
-    size_t branches = 1;
+    const search_state& st = lists_[cur_][at_];
+    open_.clear();
+    branches_ = 1;
     const auto reads = [&](std::uint16_t t) {
       const auto i = input_of_[t];
       if (i == 0xffff || st.code[i] != 0xffff) return;
-      for (auto o : open)
+      for (auto o : open_)
         if (o == i) return;
-      open.push_back(i);
-      branches *= candidate_codes(p_.mesh(), p_.tensor_at(t).shape);
-      if (branches > 100000)
+      open_.push_back(i);
+      branches_ *= candidate_codes(p_.mesh(), p_.tensor_at(t).shape);
+      if (branches_ > 100000)
         raise(make_error(error_kind::invalid_argument, op.name(),
                          "search: operator {} reads inputs with more than 100,000 layouts together", stp.op));
     };
     if (stp.bind) reads(stp.bind_from);
     for (auto t : op.inputs) reads(t);
-    for (size_t b = 0; b < branches; ++b) {
-      search_state next = st;
-      size_t rest = b;
-      bool valid = true;
-      for (auto i : open) {
-        const auto t = inputs_[i];
-        const size_t n = candidate_codes(p_.mesh(), p_.tensor_at(t).shape);
-        const auto code = static_cast<std::uint16_t>(rest % n);
-        rest /= n;
-        tensor_dist_attr a;
-        if (!candidate_layout(p_.mesh(), p_.tensor_at(t).shape, code, a)) {
-          valid = false;
-          break;
-        }
-        next.code[i] = code;
-        put(next, t, a);
-      }
-      if (!valid) continue;
-      if (stp.bind) {
-        const tensor_dist_attr* from = find(next, stp.bind_from);
-        put(next, stp.bind_to, from != nullptr ? *from : *held(stp.bind_from));
-      }
-      run_op(next, s);
+  }
+  // Branch b of state at_ at step step_, into the next list.
+  constexpr void run_branch(size_t b) {
+    const step& stp = steps_[step_];
+    search_state next = lists_[cur_][at_];
+    for (auto i : open_) {
+      const auto t = inputs_[i];
+      const size_t n = candidate_codes(p_.mesh(), p_.tensor_at(t).shape);
+      const auto code = static_cast<std::uint16_t>(b % n);
+      b /= n;
+      tensor_dist_attr a;
+      if (!candidate_layout(p_.mesh(), p_.tensor_at(t).shape, code, a)) return;
+      next.code[i] = code;
+      put(next, t, a);
     }
+    if (stp.bind) {
+      const tensor_dist_attr* from = find(next, stp.bind_from);
+      const tensor_dist_attr a = from != nullptr ? *from : *held(stp.bind_from);  // a copy: `put` moves entries
+      put(next, stp.bind_to, a);
+    }
+    run_op(next, step_);
   }
   // The layout of an annotated plan input not yet read.
   constexpr const tensor_dist_attr* held(size_t t) const {
@@ -524,7 +552,7 @@ class layout_search {
   }
 
   // Runs step s's operator on state `st` (its inputs laid out), as propagation's run_op does,
-  // and adds the result to next_.
+  // and adds the result to the next list.
   constexpr void run_op(search_state& st, size_t s) {
     const step& stp = steps_[s];
     const auto& op = p_.op_at(stp.op);
@@ -578,7 +606,7 @@ class layout_search {
     }
     const double compute = flops(op, pinned ? needed_ : in_, pinned ? again_ : fwd_) /
                            (c_.peak_flops * c_.compute_efficiency);
-    st.estimate += static_cast<double>(stp.weight) * (2 * comm + 3 * compute + sync);
+    st.estimate += static_cast<double>(stp.weight) * (comm + 3 * compute + sync);
     for (size_t j = 0; j < op.outputs.size(); ++j) put(st, op.outputs[j], fwd_.outputs[j]);
     for (auto t : stp.dies) drop(st, t);
     st.key = hash(st);
@@ -586,9 +614,10 @@ class layout_search {
     keep(st);
   }
 
-  // Adds `st` to next_: at most per_key_ states with its live layouts, width_ in all, cheapest kept.
+  // Adds `st` to the next list: at most per_key_ states with its live layouts, width_ in all,
+  // the cheapest kept.
   constexpr void keep(const search_state& st) {
-    auto& list = *next_;
+    auto& list = lists_[1 - cur_];
     size_t same = 0, worst_same = 0, worst = 0;
     for (size_t k = 0; k < list.size(); ++k) {
       if (list[k].estimate > list[worst].estimate) worst = k;
@@ -622,10 +651,12 @@ class layout_search {
   std::array<std::uint16_t, T> input_of_{};
   static_vector<std::uint16_t, max_search_inputs> inputs_{};
   static_vector<step, 2 * O> steps_{};
-  states a_{}, b_{};
-  states* now_ = &a_;
-  states* next_ = &b_;
+  std::array<states, 2> lists_{};  ///< the states before the step (cur_) and after it
+  int cur_ = 0, phase_ = 0;
+  size_t step_ = 0, at_ = 0, branch_ = 0, branches_ = 1;
+  static_vector<std::uint16_t, max_operands + 1> open_{};
   size_t width_ = 1, per_key_ = 1, created_ = 0;
+  search_candidates result_{};
   specs in_{}, outs_{}, needed_{};
   spmd_info fwd_{}, bwd_{}, again_{};
 };
@@ -727,7 +758,9 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
   detail::search_candidates cand;
   {
     detail::heap<detail::layout_search<T, O>> s(p, c, o);
-    cand = s->candidates();
+    s->start();
+    s->resume(static_cast<std::size_t>(-1));
+    cand = s->result();
   }
   r.states = cand.states;
   const auto sets = detail::option_sets(o);
@@ -742,6 +775,99 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
       detail::rank(r, *found, o);
     }
   return r;
+}
+
+/// A search to run at compile time (`searched`): what `search` takes.
+template <class Plan>
+struct search_problem {
+  Plan plan;
+  tensor_id loss{};
+  model::cluster cluster{};
+  search_options options{};
+};
+
+namespace detail {
+/// Branches a constant expression of `searched` runs: some thousands of Clang's evaluation steps
+/// each (a rule's run and a state's copy), so a part stays within its default limit of 1,048,576.
+#if defined(__clang__)
+inline constexpr std::size_t search_branches_per_part = 60;
+#else
+inline constexpr std::size_t search_branches_per_part = 2000;
+#endif
+template <auto MakeProblem>
+inline constexpr auto problem_value = MakeProblem();
+template <auto MakeProblem>
+using problem_plan = std::remove_cvref_t<decltype(problem_value<MakeProblem>.plan)>;
+template <auto MakeProblem>
+using problem_search = layout_search<problem_plan<MakeProblem>::max_tensors, problem_plan<MakeProblem>::max_ops>;
+
+template <auto MakeProblem, std::size_t Part>
+inline constexpr auto search_part = [] {
+  auto s = search_part<MakeProblem, Part - 1>;
+  s.resume(search_branches_per_part);
+  return s;
+}();
+template <auto MakeProblem>
+inline constexpr auto search_part<MakeProblem, 0> = [] {
+  constexpr auto& q = problem_value<MakeProblem>;
+  problem_search<MakeProblem> s(q.plan, q.cluster, q.options);
+  s.start();
+  s.resume(search_branches_per_part);
+  return s;
+}();
+template <auto MakeProblem, std::size_t Part = 0>
+constexpr const search_candidates& finished_search() {
+  if constexpr (search_part<MakeProblem, Part>.finished())
+    return search_part<MakeProblem, Part>.result();
+  else
+    return finished_search<MakeProblem, Part + 1>();
+}
+template <auto MakeProblem>
+inline constexpr search_candidates candidates_of = finished_search<MakeProblem>();
+template <auto MakeProblem>
+inline constexpr auto options_of = option_sets(problem_value<MakeProblem>.options);
+
+struct evaluated {
+  bool ok = false;
+  searched_plan plan{};
+};
+/// Exact evaluation E of `searched`: candidate E / (option sets), option set E % (option sets).
+template <auto MakeProblem, std::size_t E>
+inline constexpr evaluated evaluation = [] {
+  constexpr auto& q = problem_value<MakeProblem>;
+  evaluated out;
+  out.ok = evaluate(q.plan, q.loss, q.cluster, candidates_of<MakeProblem>, E / options_of<MakeProblem>.size(),
+                    options_of<MakeProblem>[E % options_of<MakeProblem>.size()], out.plan);
+  return out;
+}();
+template <auto MakeProblem, std::size_t... E>
+constexpr search_result searched_result(std::index_sequence<E...>) {
+  search_result r;
+  r.states = candidates_of<MakeProblem>.states;
+  r.evaluations = sizeof...(E);
+  (
+      [&r] {
+        if (!evaluation<MakeProblem, E>.ok)
+          ++r.infeasible;
+        else
+          rank(r, evaluation<MakeProblem, E>.plan, problem_value<MakeProblem>.options);
+      }(),
+      ...);
+  return r;
+}
+}  // namespace detail
+
+/// `search` of the `search_problem` `MakeProblem()` returns, spread over constant expressions
+/// (see the file comment): the dynamic programming in parts of `detail::search_branches_per_part`
+/// branches, each exact evaluation in one of its own.
+///
+///     constexpr auto problem() { return model::search_problem<model::plan<32, 16>>{mlp(), loss, cluster, {...}}; }
+///     constexpr auto found = model::searched<problem>();
+///     static_assert(found.best().step_seconds() < 0.01);
+template <auto MakeProblem>
+constexpr search_result searched() {
+  constexpr std::size_t n = detail::candidates_of<MakeProblem>.entries.size() * detail::options_of<MakeProblem>.size();
+  return detail::searched_result<MakeProblem>(std::make_index_sequence<n>{});
 }
 
 }  // namespace ctspmd::model
