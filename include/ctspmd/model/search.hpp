@@ -15,9 +15,10 @@
 /// runs (the block is verified by induction when the chosen plan is propagated).
 ///
 /// How, in two tiers:
-/// 1. **Dynamic programming over the forward operators** in program order (a repeated block's
-///    body twice: its first run, then one run standing for the others, as induction verifies
-///    them). A state is the layout
+/// 1. **Dynamic programming over the forward operators** in program order, a repeated block's
+///    body once for all its runs: its input takes a chosen layout (the source resharded to it,
+///    once), which the body's output must have again when it runs more than once (the steady
+///    state induction verifies; the exact evaluation sees the runs as they are). A state is the layout
 ///    of every tensor still to be read (live), with the choices made and an estimate of their
 ///    cost; an operator reading an undecided input branches over its candidates, runs the
 ///    operator's rule and adds its estimate; states with the same live layouts are merged,
@@ -41,17 +42,19 @@
 /// Decisions: the estimate only ranks candidates for tier 2 and every returned figure is exact,
 /// but the optimum of the exact cost is found only when it is among the `candidates` cheapest
 /// estimates (raise `candidates` to widen the net; the runtime tests compare with enumeration of
-/// every assignment). Known limit: on a Llama-3-8B layer ([dp 2, mp 8], nothing annotated) the
-/// estimate misjudges the sequence-split candidates (about half their exact time) and, with the
-/// body's weights live across the block's two runs, the states rarely merge: the search returns
-/// the greedy plan (0.042 s for two layers) where Megatron's split costs 0.025 s. A plan input that its first reader cannot take as laid out is resharded on
-/// every step, as propagation does for an annotated one. Unannotated plan inputs the loss does not
-/// depend on are chosen too (their cost is zero whatever the layout: the first candidate,
-/// replicated, wins ties). Memory is not estimated in tier 1: a limit only filters tier 2.
+/// every assignment). The first block run more than once is searched once per layout of its
+/// input (each a run of the dynamic programming whose cheapest join the candidates), so that its
+/// steady states do not compete in one beam; a later block's input layout is a branch. Memory is
+/// not estimated: a limit filters the exact candidates, so under a tight limit the plan returned
+/// is the best of those that fit, not necessarily the best that fits. A plan input that its first
+/// reader cannot take as laid out is resharded on every step, as propagation does for an
+/// annotated one. Unannotated plan inputs the loss does not depend on are chosen too (their cost
+/// is zero whatever the layout: the first candidate, replicated, wins ties).
 ///
 /// Compile time: `search` is one constant expression; `model::searched<make_problem>()` spreads
-/// the same search over one constant expression for the dynamic programming and one per exact
-/// evaluation, so that a larger plan stays within the compilers' default limits.
+/// the same search over constant expressions (the dynamic programming in parts of
+/// `detail::search_branches_per_part` branches, each exact evaluation in one of its own), so that
+/// a larger plan stays within the compilers' default limits.
 
 #include <array>
 #include <cstddef>
@@ -90,7 +93,7 @@ struct search_options {
   bool try_recompute = false;
 };
 inline constexpr std::size_t max_search_candidates = 16;
-inline constexpr std::size_t max_search_states = 255;
+inline constexpr std::size_t max_search_states = 64;
 
 /// A layout chosen for an unannotated plan input.
 struct chosen_layout {
@@ -293,14 +296,19 @@ class layout_search {
   }
 
   // One step of the schedule: operator `op` run `weight` times, after `bind` (a block's input
-  // taking tensor `bind_from`'s layout) when `bind` is set.
+  // `bind_to` taking a chosen layout, tensor `bind_from`'s resharded to it) when `bind` is set.
   struct step {
     std::uint16_t op = 0;
     std::int64_t weight = 1;
     bool bind = false;
     std::uint16_t bind_to = 0, bind_from = 0;
     static_vector<std::uint16_t, 2 * max_operands + 1> dies{};  ///< tensors not read after it
+    /// The last operator of a block run more than once: its output, which must have the layout
+    /// the block's input took; else -1.
+    std::int64_t closes = -1;
   };
+  /// In a state's `live`: the layout a block's input took, while the block runs.
+  static constexpr std::uint16_t entry_layout = 0xffff;
 
   constexpr void schedule() {
     for (size_t b = 0; b < p_.block_count(); ++b)
@@ -318,15 +326,20 @@ class layout_search {
         continue;
       }
       const block_info* blk = &p_.block_at(found);
+      // One run standing for all: its input takes a chosen layout, which its output must have
+      // again when the block runs more than once (the runs repeat, as induction verifies).
       const auto in = static_cast<std::uint16_t>(blk->input.index);
-      for (size_t k = blk->first_op; k < blk->end_op; ++k)  // the first run
-        add_step(k, 1, k == blk->first_op, in, static_cast<std::uint16_t>(blk->source.index));
-      if (blk->count > 1)  // a run standing for the others
-        for (size_t k = blk->first_op; k < blk->end_op; ++k)
-          add_step(k, static_cast<std::int64_t>(blk->count - 1), k == blk->first_op, in,
-                   static_cast<std::uint16_t>(blk->output.index));
+      for (size_t k = blk->first_op; k < blk->end_op; ++k)
+        add_step(k, static_cast<std::int64_t>(blk->count), k == blk->first_op, in,
+                 static_cast<std::uint16_t>(blk->source.index));
+      if (blk->count > 1) {
+        steps_.back().closes = static_cast<std::int64_t>(blk->output.index);
+        if (looped_ < 0) looped_ = static_cast<std::int64_t>(steps_.size() - (blk->end_op - blk->first_op));
+      }
       i = blk->end_op;
     }
+    for (size_t k = 0; k < p_.op_count(); ++k)
+      for (auto t : p_.op_at(k).inputs) read_by_op_[t] = true;
     // Liveness, backwards: a tensor dies after the step that last reads it before it is written
     // again (or, never read, after the step that writes it).
     std::array<bool, T> needed{};
@@ -463,11 +476,18 @@ class layout_search {
     return n;
   }
 
-  // Phase 0: the full search, `max_states` wide; 1: the greedy one, one state wide.
+  // Phase 0: the full search, `max_states` wide, once per layout of the first repeated block's
+  // input (entry_); 1: the greedy one, one state wide.
   constexpr void begin_phase(int phase) {
     phase_ = phase;
     width_ = phase == 0 ? o_.max_states : 1;
     per_key_ = phase == 0 ? o_.candidates : 1;
+    if (phase == 0 && looped_ >= 0) {  // the next layout of the looped block's input, or the greedy phase
+      const auto& shape = p_.tensor_at(steps_[static_cast<size_t>(looped_)].bind_to).shape;
+      tensor_dist_attr a;
+      while (entry_ < candidate_codes(p_.mesh(), shape) && !candidate_layout(p_.mesh(), shape, entry_, a)) ++entry_;
+      if (entry_ == candidate_codes(p_.mesh(), shape)) return begin_phase(1);
+    }
     step_ = 0;
     at_ = 0;
     branch_ = 0;
@@ -480,28 +500,43 @@ class layout_search {
   }
   constexpr void finish_step() {
     auto& next = lists_[1 - cur_];
-    if (next.empty())
+    if (next.empty() && phase_ == 1)
       raise(make_error(error_kind::invalid_argument, p_.op_at(steps_[step_].op).name(),
                        "search: no layout of the plan's inputs lets operator {} run", steps_[step_].op));
     lists_[cur_].clear();
     cur_ = 1 - cur_;
     at_ = 0;
     branch_ = 0;
-    if (++step_ < steps_.size()) return;
+    if (++step_ < steps_.size() && !next.empty()) return;
     auto& done = lists_[cur_];
     sort(done);
-    if (phase_ == 0) {
+    if (phase_ == 0) {  // the cheapest of this run join the candidates, cheapest first
       result_.inputs = inputs_;
       for (const auto& st : done) {
-        if (result_.entries.size() == o_.candidates) break;
-        result_.entries.push_back({st.code, st.estimate, false});
+        bool seen = false;
+        for (const auto& e : result_.entries) seen = seen || e.code == st.code;
+        if (seen) continue;
+        size_t at = 0;
+        while (at < result_.entries.size() && result_.entries[at].estimate <= st.estimate) ++at;
+        if (at == o_.candidates) break;
+        if (result_.entries.size() < o_.candidates) result_.entries.push_back({});
+        for (size_t j = result_.entries.size() - 1; j > at; --j) result_.entries[j] = result_.entries[j - 1];
+        result_.entries[at] = {st.code, st.estimate, false};
       }
-      begin_phase(1);
+      ++entry_;
+      begin_phase(looped_ >= 0 ? 0 : 1);
     } else {
       result_.entries.push_back({done[0].code, done[0].estimate, true});
       result_.states = created_;
       phase_ = 2;
     }
+  }
+
+  // Whether a block's source is an undecided search input no operator reads: it then takes the
+  // layout chosen for the block's input (no reshard), not a branch of its own.
+  constexpr bool follows_entry(const search_state& st, const step& stp) const {
+    const auto i = input_of_[stp.bind_from];
+    return i != 0xffff && st.code[i] == 0xffff && !read_by_op_[stp.bind_from];
   }
 
   // The undecided search inputs step step_ reads in state at_, and how many branches they make.
@@ -522,7 +557,11 @@ class layout_search {
         raise(make_error(error_kind::invalid_argument, op.name(),
                          "search: operator {} reads inputs with more than 100,000 layouts together", stp.op));
     };
-    if (stp.bind) reads(stp.bind_from);
+    if (stp.bind) {
+      if (phase_ != 0 || !follows_entry(st, stp)) reads(stp.bind_from);
+      if (phase_ == 0 && static_cast<std::int64_t>(step_) != looped_)  // the input's layout: a branch
+        branches_ *= candidate_codes(p_.mesh(), p_.tensor_at(stp.bind_to).shape);
+    }
     for (auto t : op.inputs) reads(t);
   }
   // Branch b of state at_ at step step_, into the next list.
@@ -539,11 +578,27 @@ class layout_search {
       next.code[i] = code;
       put(next, t, a);
     }
-    if (stp.bind) {
+    double entry = 0;
+    if (stp.bind) {  // the block's input: the source's layout (greedy), the looped one, or a branch's
       const tensor_dist_attr* from = find(next, stp.bind_from);
-      const tensor_dist_attr a = from != nullptr ? *from : *held(stp.bind_from);  // a copy: `put` moves entries
-      put(next, stp.bind_to, a);
+      const bool open_source = from == nullptr && input_of_[stp.bind_from] != 0xffff;  // (follows the input)
+      const tensor_dist_attr source = open_source ? tensor_dist_attr{} : from != nullptr ? *from : *held(stp.bind_from);
+      tensor_dist_attr in = source;
+      const auto& shape = p_.tensor_at(stp.bind_to).shape;
+      if (phase_ == 0) {
+        const size_t code = static_cast<std::int64_t>(step_) == looped_ ? entry_ : b % candidate_codes(p_.mesh(), shape);
+        if (!candidate_layout(p_.mesh(), shape, code, in)) return;
+        if (follows_entry(lists_[cur_][at_], stp)) {  // the source is laid out as the input
+          next.code[input_of_[stp.bind_from]] = static_cast<std::uint16_t>(code);
+          put(next, stp.bind_from, in);
+        } else {
+          entry = reshard_seconds(stp.bind_from, source, in);
+        }
+        put(next, entry_layout, in);
+      }
+      put(next, stp.bind_to, in);
     }
+    next.estimate += entry;
     run_op(next, step_);
   }
   // The layout of an annotated plan input not yet read.
@@ -607,10 +662,18 @@ class layout_search {
         sync += seconds(m, static_cast<std::int64_t>(2 * (n - 1) / n * bytes));
       }
     }
-    const double compute = flops(op, pinned ? needed_ : in_, pinned ? again_ : fwd_) /
-                           (c_.peak_flops * c_.compute_efficiency);
+    if (!pinned) {  // the inputs as the operator reads them (resharded), for its FLOPs
+      needed_.clear();
+      for (size_t k = 0; k < op.inputs.size(); ++k) needed_.emplace_back(p_.tensor_at(op.inputs[k]).shape, (*need)[k]);
+    }
+    const double compute = flops(op, needed_, pinned ? again_ : fwd_) / (c_.peak_flops * c_.compute_efficiency);
     st.estimate += static_cast<double>(stp.weight) * (comm + 3 * compute + sync);
     for (size_t j = 0; j < op.outputs.size(); ++j) put(st, op.outputs[j], fwd_.outputs[j]);
+    if (stp.closes >= 0 && phase_ == 0) {
+      const tensor_dist_attr* first = find(st, entry_layout);
+      if (first == nullptr || !(*first == *find(st, static_cast<size_t>(stp.closes)))) return;  // the runs differ
+    }
+    if (stp.closes >= 0) drop(st, entry_layout);
     for (auto t : stp.dies) drop(st, t);
     st.key = hash(st);
     ++created_;
@@ -659,6 +722,9 @@ class layout_search {
   size_t step_ = 0, at_ = 0, branch_ = 0, branches_ = 1;
   static_vector<std::uint16_t, max_operands + 1> open_{};
   size_t width_ = 1, per_key_ = 1, created_ = 0;
+  std::array<bool, T> read_by_op_{};  ///< per tensor: an operator reads it
+  std::int64_t looped_ = -1;  ///< the step binding the first block run more than once, or -1
+  size_t entry_ = 0;          ///< the layout (candidate code) its input takes in this run of phase 0
   search_candidates result_{};
   specs in_{}, outs_{}, needed_{};
   spmd_info fwd_{}, bwd_{}, again_{};
@@ -795,7 +861,7 @@ namespace detail {
 #if defined(__clang__)
 inline constexpr std::size_t search_branches_per_part = 60;
 #else
-inline constexpr std::size_t search_branches_per_part = 2000;
+inline constexpr std::size_t search_branches_per_part = 500;
 #endif
 template <auto MakeProblem>
 inline constexpr auto problem_value = MakeProblem();
