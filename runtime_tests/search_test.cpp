@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "check_error.hpp"
@@ -145,6 +146,175 @@ TEST_CASE("search: a memory limit the best plan exceeds makes the search shard t
   const auto none = model::search(*p, loss, slow_fast(), o);
   CHECK(!none.ok());
   check_error([&] { (void)none.best(); }, error_kind::not_found, "exceeded the memory limit");
+}
+
+namespace {
+/// A Llama-3-8B decoder layer (RMSNorm, grouped-query attention, SwiGLU; no rotary embedding),
+/// `layers` runs of one block, nothing annotated, on [dp 2, mp 8] H100s (dp across nodes).
+using big_plan = model::plan<128, 64>;
+constexpr process_mesh dp_mp({2, 8});
+struct llama_layer {
+  std::unique_ptr<big_plan> p = std::make_unique<big_plan>(dp_mp);
+  model::tensor_id x{}, out{};
+  explicit llama_layer(std::size_t layers) {
+    constexpr std::int64_t b = 8, s = 8192, h = 4096, heads = 32, kv = 8, d = 128, f = 14336;
+    const tensor_shape act{b, s, h};
+    const auto bf16 = model::bfloat16;
+    x = p->tensor("x", act, bf16);
+    out = p->repeat(layers, x, [&](big_plan& l, model::tensor_id in) {
+      auto ln1_w = l.parameter("ln1.weight", {h}, bf16);
+      auto ln1 = l.tensor("ln1", act, bf16), inv1 = l.tensor("ln1.invvar", {b, s});
+      l.op<"rms_norm">({in, ln1_w}, {ln1, inv1});
+      auto wq = l.parameter("wq", {h, heads * d}, bf16), wk = l.parameter("wk", {h, kv * d}, bf16),
+           wv = l.parameter("wv", {h, kv * d}, bf16);
+      auto q = l.tensor("q", {b, s, heads * d}, bf16), k = l.tensor("k", {b, s, kv * d}, bf16),
+           v = l.tensor("v", {b, s, kv * d}, bf16);
+      l.op<"matmul">({ln1, wq}, {q});
+      l.op<"matmul">({ln1, wk}, {k});
+      l.op<"matmul">({ln1, wv}, {v});
+      auto q4 = l.tensor("q.heads", {b, s, heads, d}, bf16), k4 = l.tensor("k.heads", {b, s, kv, d}, bf16),
+           v4 = l.tensor("v.heads", {b, s, kv, d}, bf16);
+      l.op<"reshape">({q}, {q4}, {.shape = {b, s, heads, d}});
+      l.op<"reshape">({k}, {k4}, {.shape = {b, s, kv, d}});
+      l.op<"reshape">({v}, {v4}, {.shape = {b, s, kv, d}});
+      auto ctx = l.tensor("ctx", {b, s, heads, d}, bf16), probs = l.tensor("probs", {b, heads, s, s}, bf16);
+      auto lse = l.tensor("lse", {b, heads, s}), seed = l.tensor("seed", {2}, model::int64);
+      l.op<"flash_attention">({q4, k4, v4}, {ctx, probs, lse, seed}, {.causal = true});
+      auto ctx_flat = l.tensor("ctx.flat", act, bf16);
+      l.op<"reshape">({ctx}, {ctx_flat}, {.shape = {b, s, h}});
+      auto wo = l.parameter("wo", {heads * d, h}, bf16);
+      auto o = l.tensor("attn.o", act, bf16), x1 = l.tensor("x1", act, bf16);
+      l.op<"matmul">({ctx_flat, wo}, {o});
+      l.op<"add">({in, o}, {x1});
+      auto ln2_w = l.parameter("ln2.weight", {h}, bf16);
+      auto ln2 = l.tensor("ln2", act, bf16), inv2 = l.tensor("ln2.invvar", {b, s});
+      l.op<"rms_norm">({x1, ln2_w}, {ln2, inv2});
+      auto w_gate = l.parameter("w_gate", {h, f}, bf16), w_up = l.parameter("w_up", {h, f}, bf16);
+      auto gate = l.tensor("gate", {b, s, f}, bf16), up = l.tensor("up", {b, s, f}, bf16);
+      l.op<"matmul">({ln2, w_gate}, {gate});
+      l.op<"matmul">({ln2, w_up}, {up});
+      auto act_ffn = l.tensor("swiglu", {b, s, f}, bf16);
+      l.op<"swiglu">({gate, up}, {act_ffn});
+      auto w_down = l.parameter("w_down", {f, h}, bf16);
+      auto dn = l.tensor("mlp.d", act, bf16), x2 = l.tensor("x2", act, bf16);
+      l.op<"matmul">({act_ffn, w_down}, {dn});
+      l.op<"add">({x1, dn}, {x2});
+      return x2;
+    });
+  }
+  model::tensor_id param(std::string_view name) const {
+    for (std::size_t t = 0; t < p->tensor_count(); ++t)
+      if (p->tensor_at(t).name == name && p->tensor_at(t).producer == -1) return {t};
+    FAIL("no tensor " << name);
+    return {};
+  }
+};
+}  // namespace
+
+TEST_CASE("search: an unannotated Llama-3-8B layer gets Megatron's column/row split (2 all-reduces a layer forward)") {
+  constexpr std::size_t layers = 4;
+  const llama_layer m(layers);
+  const auto c = model::h100_cluster(dp_mp);  // mesh dim 0 across nodes (InfiniBand), 1 inside (NVLink)
+  const auto found = model::search(*m.p, m.out, c, {.training = {.gradient_element_bytes = 4, .master_weights = true}});
+  const auto& best = found.best();
+  CHECK(best.layout(m.x) == tensor_dist_attr(dp_mp, {0, -1, -1}));  // the batch over dp
+  for (auto name : {"wq", "wk", "wv", "w_gate", "w_up"})
+    CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {-1, 1}), name);  // column parallel
+  for (auto name : {"wo", "w_down"})
+    CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {1, -1}), name);  // row parallel
+  using model::collective, model::phase;
+  CHECK(best.cost.collectives(phase::forward, collective::all_reduce, 1).count == 2 * layers);
+  CHECK(best.cost.collectives(phase::backward, collective::all_reduce, 1).count == 2 * layers);
+  CHECK(best.cost.collectives(phase::forward, collective::all_gather).count == 0);
+  CHECK(best.step_seconds() < found.greedy.step_seconds());
+}
+
+TEST_CASE("search: under a memory limit tensor parallelism alone cannot meet, the Llama-3-8B step takes ZeRO or recomputation") {
+  constexpr std::size_t layers = 32;
+  const llama_layer m(layers);
+  const auto c = model::h100_cluster(dp_mp);
+  model::search_options o{.training = {.gradient_element_bytes = 4, .master_weights = true}};
+  const auto tp = model::search(*m.p, m.out, c, o);  // layouts only: tensor parallelism as found
+  CHECK(tp.best().cost.memory().peak > 40 * model::GiB);
+  o.memory_limit = 40 * model::GiB;
+  CHECK(!model::search(*m.p, m.out, c, o).ok());  // no layout found fits 40 GiB alone
+  o.zero_dim = 0;
+  o.try_recompute = true;
+  const auto fit = model::search(*m.p, m.out, c, o);
+  REQUIRE(fit.ok());
+  const auto& best = fit.best();
+  CHECK(best.cost.memory().peak <= o.memory_limit);
+  CHECK((best.training.stage() > 0 || best.training.recompute != model::recompute::none));
+  CHECK(best.step_seconds() > tp.best().step_seconds());
+  MESSAGE("40 GiB: ZeRO stage " << best.training.stage() << ", recompute " << static_cast<int>(best.training.recompute)
+                                << ", peak " << best.cost.memory().peak / double(model::GiB) << " GiB, step "
+                                << best.step_seconds() << " s (unlimited " << tp.best().step_seconds() << " s)");
+}
+
+TEST_CASE("search: a BERT-style stack of L post-norm layers gets Megatron's split, 2 all-reduces a layer each way") {
+  // Alpa counts 4L - 1 all-reduces (the first layer's input needs no gradient); a derived
+  // training step runs a repeated block's backward as one block, so the first run's input
+  // gradient is reduced too: 2L forward and 2L backward.
+  constexpr std::int64_t b = 16, s = 1024, h = 4096, heads = 32, d = 128, f = 16384;  // (with h = 1024 data
+  // parallelism over the fast dim and replicated weights cost less: the search returns that)
+  constexpr std::size_t layers = 4;
+  const process_mesh m({2, 4});
+  const tensor_shape act{b, s, h};
+  const auto fp16 = model::float16;
+  auto p = std::make_unique<big_plan>(m);
+  auto x = p->tensor("x", act, fp16);
+  auto out = p->repeat(layers, x, [&](big_plan& l, model::tensor_id in) {
+    auto w_qkv = l.parameter("w_qkv", {h, 3 * h}, fp16);
+    auto qkv = l.tensor("qkv", {b, s, 3 * h}, fp16);
+    l.op<"matmul">({in, w_qkv}, {qkv});
+    // Megatron's fused layout: per head its q, k and v side by side, split after the heads.
+    auto qkv4 = l.tensor("qkv.heads", {b, s, heads, 3 * d}, fp16);
+    l.op<"reshape">({qkv}, {qkv4}, {.shape = {b, s, heads, 3 * d}});
+    auto q4 = l.tensor("q", {b, s, heads, d}, fp16), k4 = l.tensor("k", {b, s, heads, d}, fp16),
+         v4 = l.tensor("v", {b, s, heads, d}, fp16);
+    l.op<"split">({qkv4}, {q4, k4, v4}, {.num = 3, .axis = 3});
+    auto ctx = l.tensor("ctx", {b, s, heads, d}, fp16), probs = l.tensor("probs", {b, heads, s, s}, fp16);
+    auto lse = l.tensor("lse", {b, heads, s}), seed = l.tensor("seed", {2}, model::int64);
+    l.op<"flash_attention">({q4, k4, v4}, {ctx, probs, lse, seed});
+    auto ctx_flat = l.tensor("ctx.flat", act, fp16);
+    l.op<"reshape">({ctx}, {ctx_flat}, {.shape = {b, s, h}});
+    auto wo = l.parameter("wo", {h, h}, fp16);
+    auto o = l.tensor("attn.o", act, fp16), r1 = l.tensor("r1", act, fp16);
+    l.op<"matmul">({ctx_flat, wo}, {o});
+    l.op<"add">({in, o}, {r1});
+    auto g1 = l.parameter("ln1.scale", {h}, fp16), b1 = l.parameter("ln1.bias", {h}, fp16);
+    auto x1 = l.tensor("x1", act, fp16), mean1 = l.tensor("ln1.mean", {b, s}), var1 = l.tensor("ln1.var", {b, s});
+    l.op<"layer_norm">({r1, g1, b1}, {x1, mean1, var1}, {.begin_norm_axis = 2});
+    auto w1 = l.parameter("w1", {h, f}, fp16), w2 = l.parameter("w2", {f, h}, fp16);
+    auto up = l.tensor("up", {b, s, f}, fp16), gelu = l.tensor("gelu", {b, s, f}, fp16);
+    l.op<"matmul">({x1, w1}, {up});
+    l.op<"gelu">({up}, {gelu});
+    auto dn = l.tensor("down", act, fp16), r2 = l.tensor("r2", act, fp16);
+    l.op<"matmul">({gelu, w2}, {dn});
+    l.op<"add">({x1, dn}, {r2});
+    auto g2 = l.parameter("ln2.scale", {h}, fp16), b2 = l.parameter("ln2.bias", {h}, fp16);
+    auto x2 = l.tensor("x2", act, fp16), mean2 = l.tensor("ln2.mean", {b, s}), var2 = l.tensor("ln2.var", {b, s});
+    l.op<"layer_norm">({r2, g2, b2}, {x2, mean2, var2}, {.begin_norm_axis = 2});
+    return x2;
+  });
+  model::cluster c = model::h100_cluster(m);
+  c.links[0] = model::infiniband_h100;  // two nodes of four
+  const auto found = model::search(*p, out, c);
+  const auto& best = found.best();
+  const auto param = [&](std::string_view name) {
+    for (std::size_t t = 0; t < p->tensor_count(); ++t)
+      if (p->tensor_at(t).name == name) return model::tensor_id{t};
+    return model::tensor_id{0};
+  };
+  CHECK(best.layout(x) == tensor_dist_attr(m, {0, -1, -1}));
+  CHECK(best.layout(param("w_qkv")) == tensor_dist_attr(m, {-1, 1}));
+  CHECK(best.layout(param("wo")) == tensor_dist_attr(m, {1, -1}));
+  CHECK(best.layout(param("w1")) == tensor_dist_attr(m, {-1, 1}));
+  CHECK(best.layout(param("w2")) == tensor_dist_attr(m, {1, -1}));
+  using model::collective, model::phase;
+  CHECK(best.cost.collectives(phase::forward, collective::all_reduce, 1).count == 2 * layers);
+  CHECK(best.cost.collectives(phase::backward, collective::all_reduce, 1).count == 2 * layers);
+  CHECK(best.cost.collectives(phase::forward, collective::all_gather).count == 0);
 }
 
 TEST_CASE("search: bad input is an spmd_error naming it") {

@@ -500,9 +500,14 @@ class layout_search {
   }
   constexpr void finish_step() {
     auto& next = lists_[1 - cur_];
-    if (next.empty() && phase_ == 1)
-      raise(make_error(error_kind::invalid_argument, p_.op_at(steps_[step_].op).name(),
-                       "search: no layout of the plan's inputs lets operator {} run", steps_[step_].op));
+    if (next.empty() && phase_ == 1) {  // greedy's choices reached a dead end: no greedy candidate
+      if (result_.entries.empty())
+        raise(make_error(error_kind::invalid_argument, p_.op_at(steps_[step_].op).name(),
+                         "search: no layouts of the plan's inputs found let operator {} run", steps_[step_].op));
+      result_.states = created_;
+      phase_ = 2;
+      return;
+    }
     lists_[cur_].clear();
     cur_ = 1 - cur_;
     at_ = 0;
