@@ -247,7 +247,7 @@ TEST_CASE("search: under a memory limit tensor parallelism alone cannot meet, th
   CHECK((best.training.stage() > 0 || best.training.recompute != model::recompute::none));
   CHECK(best.step_seconds() > tp.best().step_seconds());
   MESSAGE("40 GiB: ZeRO stage " << best.training.stage() << ", recompute " << static_cast<int>(best.training.recompute)
-                                << ", peak " << best.cost.memory().peak / double(model::GiB) << " GiB, step "
+                                << ", peak " << best.cost.memory().peak / model::GiB << " GiB, step "
                                 << best.step_seconds() << " s (unlimited " << tp.best().step_seconds() << " s)");
 }
 
@@ -262,8 +262,8 @@ TEST_CASE("search: a BERT-style stack of L post-norm layers gets Megatron's spli
   const tensor_shape act{b, s, h};
   const auto fp16 = model::float16;
   auto p = std::make_unique<big_plan>(m);
-  auto x = p->tensor("x", act, fp16);
-  auto out = p->repeat(layers, x, [&](big_plan& l, model::tensor_id in) {
+  auto input = p->tensor("x", act, fp16);
+  auto out = p->repeat(layers, input, [&](big_plan& l, model::tensor_id in) {
     auto w_qkv = l.parameter("w_qkv", {h, 3 * h}, fp16);
     auto qkv = l.tensor("qkv", {b, s, 3 * h}, fp16);
     l.op<"matmul">({in, w_qkv}, {qkv});
@@ -285,12 +285,12 @@ TEST_CASE("search: a BERT-style stack of L post-norm layers gets Megatron's spli
     auto g1 = l.parameter("ln1.scale", {h}, fp16), b1 = l.parameter("ln1.bias", {h}, fp16);
     auto x1 = l.tensor("x1", act, fp16), mean1 = l.tensor("ln1.mean", {b, s}), var1 = l.tensor("ln1.var", {b, s});
     l.op<"layer_norm">({r1, g1, b1}, {x1, mean1, var1}, {.begin_norm_axis = 2});
-    auto w1 = l.parameter("w1", {h, f}, fp16), w2 = l.parameter("w2", {f, h}, fp16);
+    auto up_w = l.parameter("w1", {h, f}, fp16), down_w = l.parameter("w2", {f, h}, fp16);
     auto up = l.tensor("up", {b, s, f}, fp16), gelu = l.tensor("gelu", {b, s, f}, fp16);
-    l.op<"matmul">({x1, w1}, {up});
+    l.op<"matmul">({x1, up_w}, {up});
     l.op<"gelu">({up}, {gelu});
     auto dn = l.tensor("down", act, fp16), r2 = l.tensor("r2", act, fp16);
-    l.op<"matmul">({gelu, w2}, {dn});
+    l.op<"matmul">({gelu, down_w}, {dn});
     l.op<"add">({x1, dn}, {r2});
     auto g2 = l.parameter("ln2.scale", {h}, fp16), b2 = l.parameter("ln2.bias", {h}, fp16);
     auto x2 = l.tensor("x2", act, fp16), mean2 = l.tensor("ln2.mean", {b, s}), var2 = l.tensor("ln2.var", {b, s});
@@ -306,7 +306,7 @@ TEST_CASE("search: a BERT-style stack of L post-norm layers gets Megatron's spli
       if (p->tensor_at(t).name == name) return model::tensor_id{t};
     return model::tensor_id{0};
   };
-  CHECK(best.layout(x) == tensor_dist_attr(m, {0, -1, -1}));
+  CHECK(best.layout(input) == tensor_dist_attr(m, {0, -1, -1}));
   CHECK(best.layout(param("w_qkv")) == tensor_dist_attr(m, {-1, 1}));
   CHECK(best.layout(param("wo")) == tensor_dist_attr(m, {1, -1}));
   CHECK(best.layout(param("w1")) == tensor_dist_attr(m, {-1, 1}));

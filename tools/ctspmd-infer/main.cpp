@@ -70,7 +70,9 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
    "operators": [OPERATOR | {"repeat": BLOCK}, ...],   in program order
    "training": TRAINING,                optional: verify the training step (backward, optimizer) instead
    "cluster": "h100" | CLUSTER,         optional: the step's cost on it (default "h100" with "training")
-   "pipeline": PIPELINE},               optional: its first repeated block split over a mesh dim's stages
+   "pipeline": PIPELINE,                optional: its first repeated block split over a mesh dim's stages
+   "search": SEARCH},                   optional (with "training"): lay out the unannotated plan inputs,
+                                        and choose the step's options, as model::search finds best
    "svg": true}                         optional: the answer's "svg" is a picture of it, an SVG document
                                         (collectives by phase and mesh dim, memory by category, step time;
                                         each bar's exact figure in data-bytes, data-count, data-seconds)
@@ -87,6 +89,8 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
              "recompute": "none" | "selective" | "full", "keep_gathered_inputs": false}
   CLUSTER: {"links": [{"bandwidth": 5e10, "latency": 1e-5}, ...one per mesh dim], "peak_flops": 9.894e14,
             "compute_efficiency": 1, "communication_efficiency": 1}
+  SEARCH: {"memory_limit": bytes a device (0: none), "candidates": 16, "keep": 3, "max_states": 64,
+           "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false}
   PIPELINE: {"mesh_dim": "pp" (or a mesh dim: no tensor split over it), "micro_batches": 1,
              "schedule": "1f1b" | "gpipe" | "interleaved", "chunks": 1, "stage_layers": [7, 8, ..., 7]}
 Plan response:
@@ -110,6 +114,9 @@ Plan response:
                             (per micro-batch), "optimizer_seconds"}, ...],
                 "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds",
                 "peak_memory", "peak_stage"},   (with "pipeline")
+   "search": {"plans": [{"layouts": {"w1": ATTR, ...}, "zero_stage", "recompute", "step_seconds",
+                         "peak_memory", "estimate_seconds", "greedy"}, ...] (best first: the answer's plan),
+              "greedy": {...}, "states", "evaluations", "infeasible"},   (with "search")
    "svg": "<svg ...>...</svg>"}   (with "svg": true)
   ATTR as above, in the plan's layout form. A failing plan's error names where:
   {"error": {"kind": ..., "message": "operators[3] (operator 3 'fc2'): ...", "at": "operators[3]",

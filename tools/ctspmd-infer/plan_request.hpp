@@ -7,6 +7,7 @@
 // which gives it the dict as a JSON value. The format is in ctspmd-infer --help and the README.
 // (Included by handler.hpp, whose operand helpers it uses.)
 
+#include <ctspmd/model/search.hpp>
 #include <ctspmd/runtime/plan.hpp>
 
 #include "svg_report.hpp"
@@ -153,17 +154,33 @@ class plan_reader {
 
   json verify() {
     check_fields(request_, "\"plan\"",
-                 {"mesh", "mesh_names", "semantics", "tensors", "operators", "training", "cluster", "pipeline"});
+                 {"mesh", "mesh_names", "semantics", "tensors", "operators", "training", "cluster", "pipeline", "search"});
     mesh_ = read_mesh(request_);
     plan_ = std::make_unique<ctspmd::runtime::plan>(mesh_, read_semantics(request_));
     scopes_.emplace_back();
     if (request_.contains("tensors")) read_tensors(request_.at("tensors"), "tensors");
     if (request_.contains("operators")) read_operators(request_.at("operators"), "operators");
+    if (request_.contains("search") && !request_.contains("training"))
+      bad_request("\"search\" needs \"training\": the loss, and the step's options it starts from");
     if (!request_.contains("training")) return answer(*plan_);
-    const auto training = read_training(request_.at("training"));  // (a lambda cannot capture a structured binding in Clang 14)
+    auto training = read_training(request_.at("training"));  // (a lambda cannot capture a structured binding in Clang 14)
+    json found;
+    if (request_.contains("search")) {  // lay the unannotated inputs out as the search finds best
+      const auto o = read_search(request_.at("search"), training.second);
+      const auto c = request_.contains("cluster") ? read_cluster(request_.at("cluster")) : model::h100_cluster(mesh_);
+      const auto r = std::make_unique<model::search_result>();
+      at("search", [&] { *r = model::search(*plan_, training.first, c, o); });
+      found = search_json(*r);
+      at("search", [&] {
+        for (const auto& l : r->best().layouts) plan_->annotate(l.tensor, l.attr);
+      });
+      training.second = r->best().training;
+    }
     std::unique_ptr<ctspmd::runtime::step_plan> step;
     at("training", [&] { step = ctspmd::runtime::training_step(*plan_, training.first, training.second); });
-    return answer(*step);
+    json out = answer(*step);
+    if (!found.is_null()) out["search"] = std::move(found);
+    return out;
   }
 
  private:
@@ -381,9 +398,9 @@ class plan_reader {
     });
     return {loss, o};
   }
-  static bool flag(const json& v, const char* field) {
+  static bool flag(const json& v, const char* field, const char* in = "training.") {
     if (!v.contains(field)) return false;
-    if (!v.at(field).is_boolean()) bad_request("training." + std::string(field) + " must be true or false");
+    if (!v.at(field).is_boolean()) bad_request(in + std::string(field) + " must be true or false");
     return v.at(field).get<bool>();
   }
   /// A mesh dim: its index, or its name in "mesh_names" (`what`: the field, for errors).
@@ -445,6 +462,45 @@ class plan_reader {
         at("pipeline", [&] { out["pipeline"] = pipeline_json(ctspmd::runtime::pipeline(p, *r, o, c)); });
       }
     }
+    return out;
+  }
+
+  // ---- search ----
+  model::search_options read_search(const json& v, const model::training_options& training) const {
+    model::search_options o;
+    o.training = training;
+    check_fields(v, "\"search\"", {"memory_limit", "candidates", "keep", "max_states", "zero_dim", "try_recompute"});
+    const auto count = [&](const char* field, std::size_t& into) {
+      if (!v.contains(field)) return;
+      const auto n = to_int(v.at(field), std::string("search.") + field);
+      if (n < 0) bad_request(std::string("search.") + field + " must not be negative");
+      into = static_cast<std::size_t>(n);
+    };
+    if (v.contains("memory_limit")) o.memory_limit = to_int(v.at("memory_limit"), "search.memory_limit");
+    count("candidates", o.candidates);
+    count("keep", o.keep);
+    count("max_states", o.max_states);
+    if (v.contains("zero_dim")) o.zero_dim = mesh_dim(v.at("zero_dim"), "search.zero_dim");
+    o.try_recompute = flag(v, "try_recompute", "search.");
+    return o;
+  }
+  json searched_json(const model::searched_plan& p) const {
+    json layouts = json::object();
+    for (const auto& l : p.layouts) layouts[std::string(plan_->tensor_at(l.tensor.index).name)] = attr_json(l.attr, mesh_, form_);
+    constexpr std::string_view recomputes[] = {"none", "selective", "full"};
+    return {{"layouts", layouts},
+            {"zero_stage", p.training.stage()},
+            {"recompute", recomputes[static_cast<std::size_t>(p.training.recompute)]},
+            {"step_seconds", p.step_seconds()},
+            {"peak_memory", p.cost.memory().peak},
+            {"estimate_seconds", p.estimate},
+            {"greedy", p.greedy}};
+  }
+  json search_json(const model::search_result& r) const {
+    json plans = json::array();
+    for (const auto& p : r.plans) plans.push_back(searched_json(p));
+    json out = {{"plans", plans}, {"states", r.states}, {"evaluations", r.evaluations}, {"infeasible", r.infeasible}};
+    if (r.greedy_feasible) out["greedy"] = searched_json(r.greedy);
     return out;
   }
 

@@ -333,8 +333,8 @@ class layout_search {
         add_step(k, static_cast<std::int64_t>(blk->count), k == blk->first_op, in,
                  static_cast<std::uint16_t>(blk->source.index));
       if (blk->count > 1) {
-        steps_.back().closes = static_cast<std::int64_t>(blk->output.index);
-        if (looped_ < 0) looped_ = static_cast<std::int64_t>(steps_.size() - (blk->end_op - blk->first_op));
+        steps_[step_count_ - 1].closes = static_cast<std::int64_t>(blk->output.index);
+        if (looped_ < 0) looped_ = static_cast<std::int64_t>(step_count_ - (blk->end_op - blk->first_op));
       }
       i = blk->end_op;
     }
@@ -343,7 +343,7 @@ class layout_search {
     // Liveness, backwards: a tensor dies after the step that last reads it before it is written
     // again (or, never read, after the step that writes it).
     std::array<bool, T> needed{};
-    for (size_t s = steps_.size(); s-- > 0;) {
+    for (size_t s = step_count_; s-- > 0;) {
       auto& st = steps_[s];
       const auto& op = p_.op_at(st.op);
       for (auto t : op.outputs) {
@@ -366,15 +366,15 @@ class layout_search {
     }
   }
   constexpr void add_step(size_t op, std::int64_t weight, bool bind, std::uint16_t to, std::uint16_t from) {
-    if (steps_.size() == steps_.capacity())
-      raise(make_error(error_kind::invalid_argument, "search", "more than {} operator runs to search", steps_.capacity()));
+    if (step_count_ == O)
+      raise(make_error(error_kind::invalid_argument, "search", "more than {} operator runs to search", O));
     step s;
     s.op = static_cast<std::uint16_t>(op);
     s.weight = weight;
     s.bind = bind;
     s.bind_to = to;
     s.bind_from = from;
-    steps_.push_back(s);
+    steps_[step_count_++] = s;
   }
 
   static constexpr const tensor_dist_attr* find(const search_state& s, size_t t) {
@@ -512,7 +512,7 @@ class layout_search {
     cur_ = 1 - cur_;
     at_ = 0;
     branch_ = 0;
-    if (++step_ < steps_.size() && !next.empty()) return;
+    if (++step_ < step_count_ && !next.empty()) return;
     auto& done = lists_[cur_];
     sort(done);
     if (phase_ == 0) {  // the cheapest of this run join the candidates, cheapest first
@@ -721,9 +721,11 @@ class layout_search {
   search_options o_;
   std::array<std::uint16_t, T> input_of_{};
   static_vector<std::uint16_t, max_search_inputs> inputs_{};
-  static_vector<step, 2 * O> steps_{};
+  std::array<step, O> steps_{};  ///< one per operator (a block's body once)
+  size_t step_count_ = 0;
   std::array<states, 2> lists_{};  ///< the states before the step (cur_) and after it
-  int cur_ = 0, phase_ = 0;
+  size_t cur_ = 0;
+  int phase_ = 0;
   size_t step_ = 0, at_ = 0, branch_ = 0, branches_ = 1;
   static_vector<std::uint16_t, max_operands + 1> open_{};
   size_t width_ = 1, per_key_ = 1, created_ = 0;
@@ -866,7 +868,7 @@ namespace detail {
 #if defined(__clang__)
 inline constexpr std::size_t search_branches_per_part = 60;
 #else
-inline constexpr std::size_t search_branches_per_part = 500;
+inline constexpr std::size_t search_branches_per_part = 150;
 #endif
 template <auto MakeProblem>
 inline constexpr auto problem_value = MakeProblem();
