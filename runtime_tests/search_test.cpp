@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../examples/mixtral/mixtral_plan.hpp"
 #include "check_error.hpp"
 
 using namespace ctspmd;
@@ -247,7 +248,7 @@ TEST_CASE("search: under a memory limit tensor parallelism alone cannot meet, th
   CHECK((best.training.stage() > 0 || best.training.recompute != model::recompute::none));
   CHECK(best.step_seconds() > tp.best().step_seconds());
   MESSAGE("40 GiB: ZeRO stage " << best.training.stage() << ", recompute " << static_cast<int>(best.training.recompute)
-                                << ", peak " << best.cost.memory().peak / model::GiB << " GiB, step "
+                                << ", peak " << static_cast<double>(best.cost.memory().peak) / static_cast<double>(model::GiB) << " GiB, step "
                                 << best.step_seconds() << " s (unlimited " << tp.best().step_seconds() << " s)");
 }
 
@@ -315,6 +316,45 @@ TEST_CASE("search: a BERT-style stack of L post-norm layers gets Megatron's spli
   CHECK(best.cost.collectives(phase::forward, collective::all_reduce, 1).count == 2 * layers);
   CHECK(best.cost.collectives(phase::backward, collective::all_reduce, 1).count == 2 * layers);
   CHECK(best.cost.collectives(phase::forward, collective::all_gather).count == 0);
+}
+
+TEST_CASE("search: Mixtral-8x7B under 80 GiB gets expert parallelism over all-to-alls: the example's plan") {
+  // The example's plan without the experts' layouts and with its two reshard points (the assigns
+  // before and after the experts) unannotated: the search lays them out.
+  const auto f = std::make_unique<mixtral::forward<mixtral::layers, mixtral::variant::unannotated>>();
+  const auto c = model::h100_cluster(mixtral::mesh);
+  model::search_options o{.memory_limit = 80 * model::GiB, .training = mixtral::zero1};
+  const auto tensor = [&](std::string_view name) {
+    for (std::size_t t = 0; t < f->plan.tensor_count(); ++t)
+      if (f->plan.tensor_at(t).name == name) return model::tensor_id{t};
+    return model::tensor_id{0};
+  };
+  const tensor_dist_attr by_expert(mixtral::mesh, {1, -1, -1});  // expert e on ep rank e
+  using model::collective, model::phase;
+  // The experts' outputs go back to the devices of their tokens, whose rows are split over dp and
+  // ep together: a co-shard, which the search considers when asked to.
+  o.co_shard = true;
+  const auto found = model::search(f->plan, f->loss, c, o);
+  const auto& best = found.best();
+  for (auto name : {"w1", "w3", "w2"}) CHECK_MESSAGE(best.layout(tensor(name)) == by_expert, name);
+  CHECK(best.layout(tensor("to_experts")) == tensor_dist_attr(mixtral::mesh, {{1}, {0}, {}}));
+  CHECK(best.layout(tensor("from_experts")) == tensor_dist_attr(mixtral::mesh, {{}, {0, 1}, {}}));
+  CHECK(best.cost.collectives(phase::forward, collective::all_to_all).count == 2 * mixtral::layers);
+  CHECK(best.cost.collectives(phase::backward, collective::all_to_all).count == 2 * mixtral::layers);
+  CHECK(best.cost.collectives(phase::forward, collective::all_gather).count == 0);
+  CHECK(best.cost.memory().peak <= o.memory_limit);
+  // The same step time as the example's hand-written plan.
+  const auto hand = std::make_unique<mixtral::forward<mixtral::layers>>();
+  const auto written = model::search(hand->plan, hand->loss, c, o);
+  CHECK(best.step_seconds() == doctest::Approx(written.best().step_seconds()).epsilon(1e-12));
+  // Without co-shards: expert parallelism still, the return trip a costlier reshard.
+  o.co_shard = false;
+  const auto plain = model::search(f->plan, f->loss, c, o).best();
+  for (auto name : {"w1", "w3", "w2"}) CHECK_MESSAGE(plain.layout(tensor(name)) == by_expert, name);
+  CHECK(plain.step_seconds() > best.step_seconds());
+  MESSAGE("Mixtral: search " << best.step_seconds() << " s (without co-shards " << plain.step_seconds() << " s), peak "
+                             << static_cast<double>(best.cost.memory().peak) / static_cast<double>(model::GiB)
+                             << " GiB; hand-written " << written.best().step_seconds() << " s");
 }
 
 TEST_CASE("search: bad input is an spmd_error naming it") {

@@ -34,6 +34,7 @@ inline constexpr process_mesh mesh({dp, ep});
 enum class variant {
   expert_parallel,
   experts_split_by_hidden,  ///< the experts' first weights split on the hidden dim instead of the expert dim
+  unannotated,  ///< the experts' weights and the all-to-alls' outputs without layouts (for `model::search`)
 };
 
 using plan_type = model::plan<56, 28>;
@@ -66,14 +67,18 @@ struct forward {
       b.op<"moe_gate_dispatch">({t, logits}, {y, weights, slots, offsets, ids}, {.k = top_k, .capacity = capacity},
                                 "dispatch");
       // All-to-all over ep: expert e's slots, from every device of its dp row, to ep rank e.
-      auto to_experts = b.tensor("to_experts", {experts, capacity, hidden}, tensor_dist_attr(mesh, {{1}, {0}, {}}), bf16);
+      auto to_experts = V == variant::unannotated
+                            ? b.tensor("to_experts", {experts, capacity, hidden}, bf16)
+                            : b.tensor("to_experts", {experts, capacity, hidden}, tensor_dist_attr(mesh, {{1}, {0}, {}}), bf16);
       b.op<"assign">({y}, {to_experts}, {}, "all_to_all.dispatch");
       // Expert parallelism: expert e's weights live on ep rank e.
       const dims_mapping by_expert{1, -1, -1};
-      auto w1 = V == variant::experts_split_by_hidden ? b.parameter("w1", {experts, hidden, ffn}, {-1, 1, -1}, bf16)
-                                                       : b.parameter("w1", {experts, hidden, ffn}, by_expert, bf16);
-      auto w3 = b.parameter("w3", {experts, hidden, ffn}, by_expert, bf16);
-      auto w2 = b.parameter("w2", {experts, ffn, hidden}, by_expert, bf16);
+      const auto weight = [&](std::string_view name, const tensor_shape& shape, const dims_mapping& layout) {
+        return V == variant::unannotated ? b.parameter(name, shape, bf16) : b.parameter(name, shape, layout, bf16);
+      };
+      auto w1 = weight("w1", {experts, hidden, ffn}, V == variant::experts_split_by_hidden ? dims_mapping{-1, 1, -1} : by_expert);
+      auto w3 = weight("w3", {experts, hidden, ffn}, by_expert);
+      auto w2 = weight("w2", {experts, ffn, hidden}, by_expert);
       auto gate = b.tensor("gate", {experts, capacity, ffn}, bf16), up = b.tensor("up", {experts, capacity, ffn}, bf16);
       b.op<"matmul">({to_experts, w1}, {gate}, {}, "experts.w1");
       b.op<"matmul">({to_experts, w3}, {up}, {}, "experts.w3");
@@ -82,7 +87,9 @@ struct forward {
       auto o = b.tensor("experts.out", {experts, capacity, hidden}, bf16);
       b.op<"matmul">({act_e, w2}, {o}, {}, "experts.w2");
       // All-to-all back: each device gets its own slots' outputs.
-      auto back = b.tensor("from_experts", {experts, capacity, hidden}, tensor_dist_attr(mesh, {{}, by_device, {}}), bf16);
+      auto back = V == variant::unannotated
+                      ? b.tensor("from_experts", {experts, capacity, hidden}, bf16)
+                      : b.tensor("from_experts", {experts, capacity, hidden}, tensor_dist_attr(mesh, {{}, by_device, {}}), bf16);
       b.op<"assign">({o}, {back}, {}, "all_to_all.combine");
       // Each device's rows are its slots, expert-major (scatter_index's order): [E, C, H] as
       // [E, devices, slots, H], devices first, flattened.

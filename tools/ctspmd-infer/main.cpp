@@ -90,7 +90,7 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
   CLUSTER: {"links": [{"bandwidth": 5e10, "latency": 1e-5}, ...one per mesh dim], "peak_flops": 9.894e14,
             "compute_efficiency": 1, "communication_efficiency": 1}
   SEARCH: {"memory_limit": bytes a device (0: none), "candidates": 16, "keep": 3, "max_states": 64,
-           "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false}
+           "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false, "co_shard": false}
   PIPELINE: {"mesh_dim": "pp" (or a mesh dim: no tensor split over it), "micro_batches": 1,
              "schedule": "1f1b" | "gpipe" | "interleaved", "chunks": 1, "stage_layers": [7, 8, ..., 7]}
 Plan response:

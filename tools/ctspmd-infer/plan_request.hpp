@@ -469,7 +469,7 @@ class plan_reader {
   model::search_options read_search(const json& v, const model::training_options& training) const {
     model::search_options o;
     o.training = training;
-    check_fields(v, "\"search\"", {"memory_limit", "candidates", "keep", "max_states", "zero_dim", "try_recompute"});
+    check_fields(v, "\"search\"", {"memory_limit", "candidates", "keep", "max_states", "zero_dim", "try_recompute", "co_shard"});
     const auto count = [&](const char* field, std::size_t& into) {
       if (!v.contains(field)) return;
       const auto n = to_int(v.at(field), std::string("search.") + field);
@@ -482,6 +482,7 @@ class plan_reader {
     count("max_states", o.max_states);
     if (v.contains("zero_dim")) o.zero_dim = mesh_dim(v.at("zero_dim"), "search.zero_dim");
     o.try_recompute = flag(v, "try_recompute", "search.");
+    o.co_shard = flag(v, "co_shard", "search.");
     return o;
   }
   json searched_json(const model::searched_plan& p) const {

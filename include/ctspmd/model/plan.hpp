@@ -435,14 +435,14 @@ class plan {
     return trainable(tensor(name, shape, layout, element));
   }
 
-  /// Lays out plan input `t`, declared without a layout, as `attr` (what `model::apply` does with
-  /// the layouts `model::search` chose). A tensor an operator writes, or one already annotated, is
-  /// an error.
+  /// Annotates tensor `t`, declared without a layout, with `attr`, as if declared so (what
+  /// `model::apply` does with the layouts `model::search` chose; an operator's output is then
+  /// pinned). A block's input, or a tensor already annotated, is an error.
   constexpr void annotate(tensor_id t, const tensor_dist_attr& attr) {
     auto& info = tensors_[checked(t)];
-    if (info.producer != -1 || info.annotated)
+    if (info.producer == block_input || info.annotated)
       raise(make_error(error_kind::invalid_argument, "plan",
-                       "tensor {} is not a plan input declared without a layout: it cannot be annotated", t.index));
+                       "tensor {} is a block's input or already annotated: it cannot be annotated", t.index));
     if (!(attr.process_mesh() == mesh_))
       raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is annotated on another process mesh", t.index));
     dist_tensor_spec::check(info.shape, attr).check();

@@ -8,17 +8,19 @@
 ///     auto plan = model::apply(forward, found.best());   // the plan, annotated: verify it as usual
 ///
 /// What is chosen: the layout of every plan input declared without one (parameters, and data
-/// such as the token batch), each either replicated or, per mesh dim of size > 1, split along
-/// a tensor dim that mesh dim's size divides (one mesh dim a tensor dim: no co-shards), and the
-/// step's plan-level options: ZeRO's stage over `zero_dim` and the recomputation, when asked to
+/// such as the token batch) and of every unannotated output of an `assign` (a reshard point, as
+/// Paddle's `dist.reshard`: a mixture of experts' all-to-alls), each either replicated or, per
+/// mesh dim of size > 1, split along a tensor dim that mesh dim's size divides (one mesh dim a
+/// tensor dim unless `co_shard`: then lower mesh dims major), and the step's plan-level options: ZeRO's stage over `zero_dim` and the recomputation, when asked to
 /// try them. A repeated block's body is declared once, so its inputs take one layout for all
 /// runs (the block is verified by induction when the chosen plan is propagated).
 ///
 /// How, in two tiers:
 /// 1. **Dynamic programming over the forward operators** in program order, a repeated block's
-///    body once for all its runs: its input takes a chosen layout (the source resharded to it,
-///    once), which the body's output must have again when it runs more than once (the steady
-///    state induction verifies; the exact evaluation sees the runs as they are). A state is the layout
+///    body once for all its runs: its input takes its source's layout (or, when the source is an
+///    unannotated plan input only the block reads, each candidate in turn), which the body's
+///    output must have again when it runs more than once (the steady state induction verifies).
+///    A state is the layout
 ///    of every tensor still to be read (live), with the choices made and an estimate of their
 ///    cost; an operator reading an undecided input branches over its candidates, runs the
 ///    operator's rule and adds its estimate; states with the same live layouts are merged,
@@ -91,6 +93,8 @@ struct search_options {
   std::int64_t zero_dim = -1;
   /// Also try selective and full recomputation.
   bool try_recompute = false;
+  /// Candidates include co-shards (a tensor dim split by several mesh dims, lower mesh dims major).
+  bool co_shard = false;
 };
 inline constexpr std::size_t max_search_candidates = 16;
 inline constexpr std::size_t max_search_states = 64;
@@ -165,12 +169,15 @@ class heap {
   T* p_;
 };
 
-/// Candidate c of `count_candidates` for a tensor of `shape` on `mesh`: per mesh dim of size > 1
-/// (mixed radix, rank + 1 each), none or a tensor dim its size divides, no tensor dim twice;
-/// false for a code that breaks a rule (skipped).
+/// Candidate `code` (of `candidate_codes`) for a tensor of `shape` on `mesh`: per mesh dim of
+/// size > 1 (mixed radix, rank + 1 each), none or a tensor dim; a tensor dim split by several mesh
+/// dims only with `co_shard` (lower mesh dims major), and only if the product of their sizes
+/// divides it. False for a code that breaks a rule (skipped).
 constexpr bool candidate_layout(const process_mesh& mesh, const tensor_shape& shape, std::size_t code,
-                                tensor_dist_attr& out) {
-  dims_mapping mapping(shape.size(), -1);
+                                tensor_dist_attr& out, bool co_shard = false) {
+  multi_dims_mapping mapping(shape.size(), mesh_dims{});
+  std::array<std::int64_t, max_rank> parts{};
+  for (auto& n : parts) n = 1;
   const std::size_t radix = shape.size() + 1;
   for (std::int64_t m = 0; m < mesh.ndim(); ++m) {
     const std::int64_t n = mesh.dim_size(m);
@@ -179,8 +186,9 @@ constexpr bool candidate_layout(const process_mesh& mesh, const tensor_shape& sh
     code /= radix;
     if (digit == 0) continue;
     const std::size_t d = digit - 1;
-    if (mapping[d] != -1 || shape[d] <= 0 || shape[d] % n != 0) return false;
-    mapping[d] = m;
+    if ((!mapping[d].empty() && !co_shard) || shape[d] <= 0 || shape[d] % (parts[d] * n) != 0) return false;
+    parts[d] *= n;
+    mapping[d].push_back(m);
   }
   out = tensor_dist_attr(mesh, mapping);
   return true;
@@ -217,6 +225,7 @@ struct search_candidates {
   };
   static_vector<entry, max_search_candidates + 1> entries{};  ///< cheapest estimate first; greedy's last
   std::size_t states = 0;
+  bool co_shard = false;  ///< the candidates' codes include co-shards (`search_options::co_shard`)
 };
 
 /// The dynamic programming of tier 1 (see the file comment) over plan `p`.
@@ -238,7 +247,11 @@ class layout_search {
     for (auto& v : input_of_) v = 0xffff;
     for (std::size_t t = 0; t < p.tensor_count(); ++t) {
       const auto& info = p.tensor_at(t);
-      if (info.producer != -1 || info.annotated || info.role != tensor_role::value || info.layout_of >= 0) continue;
+      // A plan input, or the output of an `assign` (a reshard point: Paddle's `dist.reshard`).
+      const bool reshard_point = info.producer >= 0 && p.op_at(static_cast<size_t>(info.producer)).rule == "assign";
+      if ((info.producer != -1 && !reshard_point) || info.annotated || info.role != tensor_role::value ||
+          info.layout_of >= 0)
+        continue;
       if (inputs_.size() == max_search_inputs)
         raise(make_error(error_kind::invalid_argument, "search",
                          "more than {} plan inputs without a layout: annotate some", max_search_inputs));
@@ -280,7 +293,7 @@ class layout_search {
   /// The layout of candidate `code` of search input `i`.
   constexpr tensor_dist_attr layout_of(std::size_t i, std::uint16_t code) const {
     tensor_dist_attr a;
-    candidate_layout(p_.mesh(), p_.tensor_at(inputs_[i]).shape, code, a);
+    candidate_layout(p_.mesh(), p_.tensor_at(inputs_[i]).shape, code, a, o_.co_shard);
     return a;
   }
 
@@ -311,6 +324,8 @@ class layout_search {
   static constexpr std::uint16_t entry_layout = 0xffff;
 
   constexpr void schedule() {
+    for (size_t k = 0; k < p_.op_count(); ++k)
+      for (auto t : p_.op_at(k).inputs) read_by_op_[t] = true;
     for (size_t b = 0; b < p_.block_count(); ++b)
       for (size_t a = b + 1; a < p_.block_count(); ++a)
         if (p_.block_at(a).first_op < p_.block_at(b).end_op)
@@ -334,12 +349,12 @@ class layout_search {
                  static_cast<std::uint16_t>(blk->source.index));
       if (blk->count > 1) {
         steps_[step_count_ - 1].closes = static_cast<std::int64_t>(blk->output.index);
-        if (looped_ < 0) looped_ = static_cast<std::int64_t>(step_count_ - (blk->end_op - blk->first_op));
+        const auto from = blk->source.index;
+        if (looped_ < 0 && input_of_[from] != 0xffff && !read_by_op_[from])
+          looped_ = static_cast<std::int64_t>(step_count_ - (blk->end_op - blk->first_op));
       }
       i = blk->end_op;
     }
-    for (size_t k = 0; k < p_.op_count(); ++k)
-      for (auto t : p_.op_at(k).inputs) read_by_op_[t] = true;
     // Liveness, backwards: a tensor dies after the step that last reads it before it is written
     // again (or, never read, after the step that writes it).
     std::array<bool, T> needed{};
@@ -485,7 +500,7 @@ class layout_search {
     if (phase == 0 && looped_ >= 0) {  // the next layout of the looped block's input, or the greedy phase
       const auto& shape = p_.tensor_at(steps_[static_cast<size_t>(looped_)].bind_to).shape;
       tensor_dist_attr a;
-      while (entry_ < candidate_codes(p_.mesh(), shape) && !candidate_layout(p_.mesh(), shape, entry_, a)) ++entry_;
+      while (entry_ < candidate_codes(p_.mesh(), shape) && !candidate_layout(p_.mesh(), shape, entry_, a, o_.co_shard)) ++entry_;
       if (entry_ == candidate_codes(p_.mesh(), shape)) return begin_phase(1);
     }
     step_ = 0;
@@ -517,6 +532,7 @@ class layout_search {
     sort(done);
     if (phase_ == 0) {  // the cheapest of this run join the candidates, cheapest first
       result_.inputs = inputs_;
+      result_.co_shard = o_.co_shard;
       for (const auto& st : done) {
         bool seen = false;
         for (const auto& e : result_.entries) seen = seen || e.code == st.code;
@@ -564,10 +580,11 @@ class layout_search {
     };
     if (stp.bind) {
       if (phase_ != 0 || !follows_entry(st, stp)) reads(stp.bind_from);
-      if (phase_ == 0 && static_cast<std::int64_t>(step_) != looped_)  // the input's layout: a branch
+      if (phase_ == 0 && follows_entry(st, stp) && static_cast<std::int64_t>(step_) != looped_)  // a branch
         branches_ *= candidate_codes(p_.mesh(), p_.tensor_at(stp.bind_to).shape);
     }
     for (auto t : op.inputs) reads(t);
+    for (auto t : op.outputs) reads(t);  // a reshard point's layout
   }
   // Branch b of state at_ at step step_, into the next list.
   constexpr void run_branch(size_t b) {
@@ -579,7 +596,7 @@ class layout_search {
       const auto code = static_cast<std::uint16_t>(b % n);
       b /= n;
       tensor_dist_attr a;
-      if (!candidate_layout(p_.mesh(), p_.tensor_at(t).shape, code, a)) return;
+      if (!candidate_layout(p_.mesh(), p_.tensor_at(t).shape, code, a, o_.co_shard)) return;
       next.code[i] = code;
       put(next, t, a);
     }
@@ -591,13 +608,11 @@ class layout_search {
       tensor_dist_attr in = source;
       const auto& shape = p_.tensor_at(stp.bind_to).shape;
       if (phase_ == 0) {
-        const size_t code = static_cast<std::int64_t>(step_) == looped_ ? entry_ : b % candidate_codes(p_.mesh(), shape);
-        if (!candidate_layout(p_.mesh(), shape, code, in)) return;
-        if (follows_entry(lists_[cur_][at_], stp)) {  // the source is laid out as the input
+        if (open_source) {  // the source is laid out as the block's input: a candidate
+          const size_t code = static_cast<std::int64_t>(step_) == looped_ ? entry_ : b % candidate_codes(p_.mesh(), shape);
+          if (!candidate_layout(p_.mesh(), shape, code, in, o_.co_shard)) return;
           next.code[input_of_[stp.bind_from]] = static_cast<std::uint16_t>(code);
           put(next, stp.bind_from, in);
-        } else {
-          entry = reshard_seconds(stp.bind_from, source, in);
         }
         put(next, entry_layout, in);
       }
@@ -629,11 +644,16 @@ class layout_search {
     if (fwd_.outputs.size() != op.outputs.size()) return;
     double comm = 0;
     const dist_attrs* need = &fwd_.inputs;
+    // Pinned outputs: annotated, or a reshard point laid out by this branch.
+    const auto pin = [&](size_t t) -> const tensor_dist_attr* {
+      if (p_.tensor_at(t).annotated) return &p_.tensor_at(t).annotation;
+      return input_of_[t] != 0xffff ? find(st, t) : nullptr;
+    };
     bool pinned = false;
-    for (auto t : op.outputs) pinned = pinned || p_.tensor_at(t).annotated;
+    for (auto t : op.outputs) pinned = pinned || pin(t) != nullptr;
     if (pinned) {
       for (size_t j = 0; j < op.outputs.size(); ++j)
-        if (p_.tensor_at(op.outputs[j]).annotated) fwd_.outputs[j] = p_.tensor_at(op.outputs[j]).annotation;
+        if (const auto* a = pin(op.outputs[j])) fwd_.outputs[j] = *a;
       outs_.clear();
       for (size_t j = 0; j < op.outputs.size(); ++j) outs_.emplace_back(p_.tensor_at(op.outputs[j]).shape, fwd_.outputs[j]);
       if (!op.backward(cleared(bwd_), span(in_), span(outs_), op.attributes, p_.semantics())) return;
@@ -642,7 +662,7 @@ class layout_search {
       for (size_t k = 0; k < op.inputs.size(); ++k) needed_.emplace_back(p_.tensor_at(op.inputs[k]).shape, (*need)[k]);
       if (!op.forward(cleared(again_), span(needed_), op.attributes, p_.semantics())) return;
       for (size_t j = 0; j < op.outputs.size(); ++j) {
-        if (!p_.tensor_at(op.outputs[j]).annotated) fwd_.outputs[j] = again_.outputs[j];
+        if (pin(op.outputs[j]) == nullptr) fwd_.outputs[j] = again_.outputs[j];
         comm += reshard_seconds(op.outputs[j], again_.outputs[j], fwd_.outputs[j]);
       }
     }
@@ -773,7 +793,7 @@ constexpr bool evaluate(const plan<T, O>& forward, tensor_id loss, const cluster
   out.layouts.clear();
   for (std::size_t i = 0; i < cand.inputs.size(); ++i) {
     tensor_dist_attr a;
-    candidate_layout(forward.mesh(), forward.tensor_at(cand.inputs[i]).shape, e.code[i], a);
+    candidate_layout(forward.mesh(), forward.tensor_at(cand.inputs[i]).shape, e.code[i], a, cand.co_shard);
     out.layouts.push_back({tensor_id{cand.inputs[i]}, a});
   }
   out.training = options;
