@@ -460,34 +460,36 @@ class layout_search {
                        "mesh dim {} sends collectives, but its link has no bandwidth", m));
     return l.latency + static_cast<double>(bytes) / (l.bandwidth * c_.communication_efficiency);
   }
-  static constexpr std::int64_t local(const dist_tensor_spec& s, std::int64_t d) {
-    const std::int64_t rank = static_cast<std::int64_t>(s.shape().size());
+  // (Shapes and layouts apart, not dist_tensor_specs: building one checks it, a cost in constant
+  // evaluation.)
+  static constexpr std::int64_t local(const tensor_shape& shape, const tensor_dist_attr& a, std::int64_t d) {
+    const std::int64_t rank = static_cast<std::int64_t>(shape.size());
     if (rank == 0) return 1;
     const auto at = static_cast<size_t>(d < 0 ? (d + rank < 0 ? 0 : d + rank) : d);
     std::int64_t n = 1;
-    for (std::int64_t m = 0; m < s.dist_attr().process_mesh().ndim(); ++m)
-      if (s.dist_attr().sharded_tensor_dim(m) == static_cast<std::int64_t>(at)) n *= s.dist_attr().process_mesh().dim_size(m);
-    return (s.shape()[at] + n - 1) / n;
+    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)
+      if (a.sharded_tensor_dim(m) == static_cast<std::int64_t>(at)) n *= a.process_mesh().dim_size(m);
+    return (shape[at] + n - 1) / n;
   }
-  static constexpr double elements(const dist_tensor_spec& s) {
+  static constexpr double elements(const tensor_shape& shape, const tensor_dist_attr& a) {
     double n = 1;
-    for (size_t d = 0; d < s.shape().size(); ++d) n *= static_cast<double>(local(s, static_cast<std::int64_t>(d)));
+    for (size_t d = 0; d < shape.size(); ++d) n *= static_cast<double>(local(shape, a, static_cast<std::int64_t>(d)));
     return n;
   }
-  // FLOPs a device computes for the operator, the estimate's: a matmul or bmm 2 x (x's local
-  // elements) x n, attention 4 x (q's) x (k's length), others one per output element.
-  constexpr double flops(const operator_info& op, const specs& in, const spmd_info& info) const {
+  // FLOPs a device computes for the operator, the estimate's, from its inputs as it reads them
+  // (`in`): a matmul or bmm 2 x (x's local elements) x n, attention 4 x (q's) x (k's length),
+  // others one per output element.
+  constexpr double flops(const operator_info& op, const dist_attrs& in, const dist_attrs& out) const {
+    const auto shape = [&](size_t k) -> const tensor_shape& { return p_.tensor_at(op.inputs[k]).shape; };
     if (op.rule == "matmul" || op.rule == "matmul_v2" || op.rule == "bmm") {
       const bool trans_y = op.rule != "bmm" && op.attributes.template get<rules::matmul_attributes>().trans_y;
-      return 2 * elements(in[0]) * (in[1].shape().size() < 2 ? 1 : static_cast<double>(local(in[1], trans_y ? -2 : -1)));
+      return 2 * elements(shape(0), in[0]) *
+             (shape(1).size() < 2 ? 1 : static_cast<double>(local(shape(1), in[1], trans_y ? -2 : -1)));
     }
-    if (op.rule == "flash_attention") return 4 * elements(in[0]) * static_cast<double>(local(in[1], 1));
+    if (op.rule == "flash_attention") return 4 * elements(shape(0), in[0]) * static_cast<double>(local(shape(1), in[1], 1));
     if (op.rule == "assign" || op.rule == "reshape" || op.rule == "reshape2" || op.rule == "transpose") return 0;
     double n = 0;
-    for (size_t j = 0; j < info.outputs.size(); ++j) {
-      const auto& shape = p_.tensor_at(op.outputs[j]).shape;
-      n += elements(dist_tensor_spec(shape, info.outputs[j]));
-    }
+    for (size_t j = 0; j < out.size(); ++j) n += elements(p_.tensor_at(op.outputs[j]).shape, out[j]);
     return n;
   }
 
@@ -674,7 +676,7 @@ class layout_search {
       if (!info.trainable) continue;
       // Data parallelism: split elsewhere on a mesh dim, this parameter's gradient is partial there.
       const tensor_dist_attr& w = (*need)[k];
-      double bytes = elements(dist_tensor_spec(info.shape, w)) *
+      double bytes = elements(info.shape, w) *
                      static_cast<double>(o_.training.gradient_element_bytes > 0 ? o_.training.gradient_element_bytes
                                                                                 : info.element_bytes);
       for (std::int64_t m = 0; m < p_.mesh().ndim(); ++m) {
@@ -687,11 +689,7 @@ class layout_search {
         sync += seconds(m, static_cast<std::int64_t>(2 * (n - 1) / n * bytes));
       }
     }
-    if (!pinned) {  // the inputs as the operator reads them (resharded), for its FLOPs
-      needed_.clear();
-      for (size_t k = 0; k < op.inputs.size(); ++k) needed_.emplace_back(p_.tensor_at(op.inputs[k]).shape, (*need)[k]);
-    }
-    const double compute = flops(op, needed_, pinned ? again_ : fwd_) / (c_.peak_flops * c_.compute_efficiency);
+    const double compute = flops(op, *need, (pinned ? again_ : fwd_).outputs) / (c_.peak_flops * c_.compute_efficiency);
     st.estimate += static_cast<double>(stp.weight) * (comm + 3 * compute + sync);
     for (size_t j = 0; j < op.outputs.size(); ++j) put(st, op.outputs[j], fwd_.outputs[j]);
     if (stp.closes >= 0 && phase_ == 0) {
