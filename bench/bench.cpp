@@ -1,8 +1,10 @@
 // Runtime benchmarks: the typed rule call, the by-name call, ctspmd-infer's request handling,
 // and a baseline in the style of a runtime framework's C++ (paddle_style.hpp), side by side.
 // Every benchmark reports heap allocations per call (a counting operator new).
+#include <ctspmd/model/search.hpp>
 #include <ctspmd/runtime.hpp>
 
+#include "../examples/search/search_plans.hpp"
 #include "../tools/ctspmd-infer/handler.hpp"
 #include "paddle_style.hpp"
 
@@ -11,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -104,6 +107,18 @@ void tool_request(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// model::search of a forward plan with nothing annotated (examples/search/search_plans.hpp): the
+// dynamic programming, then the exact cost of 17 candidates' training steps.
+void search_mlp(benchmark::State& state) {
+  const auto p = std::make_unique<search_plans::mlp_plan_type>(search_plans::mlp());
+  for (auto _ : state) benchmark::DoNotOptimize(model::search(*p, search_plans::mlp_loss, search_plans::slow_fast()));
+}
+void search_llama_32_layers(benchmark::State& state) {
+  const auto p = std::make_unique<search_plans::llama_plan_type>(search_plans::llama(32));
+  const auto c = model::h100_cluster(search_plans::llama_mesh);
+  for (auto _ : state) benchmark::DoNotOptimize(model::search(*p, search_plans::llama_loss, c));
+}
+
 BENCHMARK(typed_matmul);
 BENCHMARK(typed_matmul_braced);
 BENCHMARK(baseline_matmul);
@@ -113,6 +128,8 @@ BENCHMARK(baseline_embedding);
 BENCHMARK(by_name_matmul);
 BENCHMARK(by_name_embedding);
 BENCHMARK(tool_request);
+BENCHMARK(search_mlp)->Unit(benchmark::kMillisecond);
+BENCHMARK(search_llama_32_layers)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // model::search at run time: Alpa's 6-layer MLP on a [2, 2] mesh with a slow and a fast mesh dim,
 // checked against the exact cost of every assignment of layouts; the greedy choice strictly
-// worse; a memory limit that makes the search shard the optimizer states; bad input.
+// worse; memory limits that make the search shard the optimizer states; Megatron's split found
+// in unannotated Llama-3-8B and BERT-style layers, expert parallelism in Mixtral-8x7B; bad input.
 #include <ctspmd/model/search.hpp>
 
 #include <doctest/doctest.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "../examples/mixtral/mixtral_plan.hpp"
+#include "../examples/search/search_plans.hpp"
 #include "check_error.hpp"
 
 using namespace ctspmd;
@@ -17,38 +19,12 @@ using ctspmd_test::check_error;
 
 namespace {
 
-constexpr process_mesh mesh({2, 2});  // mesh dim 0 across nodes (slow), 1 inside a node (fast)
-using plan_type = model::plan<16, 8>;
-constexpr std::int64_t tokens = 16384, hidden = 4096;
-
-/// Six linear layers with relu, as three runs of a block of two (Alpa's MLP test); nothing
-/// annotated: x is tensor 0, the body's weights tensors 2 and 5, the output 7.
-constexpr plan_type mlp() {
-  plan_type p(mesh);
-  auto x = p.tensor("x", {tokens, hidden}, model::bfloat16);
-  p.repeat(3, x, [&](plan_type& b, model::tensor_id h) {
-    auto w1 = b.parameter("w1", {hidden, hidden}, model::bfloat16);
-    auto y = b.tensor("y", {tokens, hidden}, model::bfloat16);
-    b.op<"matmul">({h, w1}, {y});
-    auto a = b.tensor("a", {tokens, hidden}, model::bfloat16);
-    b.op<"relu">({y}, {a});
-    auto w2 = b.parameter("w2", {hidden, hidden}, model::bfloat16);
-    auto y2 = b.tensor("y2", {tokens, hidden}, model::bfloat16);
-    b.op<"matmul">({a, w2}, {y2});
-    auto a2 = b.tensor("a2", {tokens, hidden}, model::bfloat16);
-    b.op<"relu">({y2}, {a2});
-    return a2;
-  });
-  return p;
-}
-constexpr model::tensor_id x{0}, w1{2}, w2{5}, loss{7};
-
-model::cluster slow_fast() {
-  model::cluster c = model::h100_cluster(mesh);
-  c.links[0] = model::infiniband_h100;  // 50 GB/s
-  c.links[1] = model::nvlink_h100;      // 450 GB/s
-  return c;
-}
+using search_plans::mlp;
+using search_plans::slow_fast;
+using plan_type = search_plans::mlp_plan_type;
+constexpr const process_mesh& mesh = search_plans::mlp_mesh;
+constexpr model::tensor_id x = search_plans::mlp_x, w1 = search_plans::mlp_w1, w2 = search_plans::mlp_w2,
+                           loss = search_plans::mlp_loss;
 
 /// Every layout of a rank-2 tensor on the mesh without co-shards.
 const std::vector<dims_mapping> layouts{{-1, -1}, {0, -1}, {1, -1}, {-1, 0}, {-1, 1}, {0, 1}, {1, 0}};
@@ -150,65 +126,14 @@ TEST_CASE("search: a memory limit the best plan exceeds makes the search shard t
 }
 
 namespace {
-/// A Llama-3-8B decoder layer (RMSNorm, grouped-query attention, SwiGLU; no rotary embedding),
-/// `layers` runs of one block, nothing annotated, on [dp 2, mp 8] H100s (dp across nodes).
 using big_plan = model::plan<128, 64>;
-constexpr process_mesh dp_mp({2, 8});
+constexpr const process_mesh& dp_mp = search_plans::llama_mesh;
+/// Llama-3-8B's decoder layers (search_plans.hpp), on the heap.
 struct llama_layer {
-  std::unique_ptr<big_plan> p = std::make_unique<big_plan>(dp_mp);
-  model::tensor_id x{}, out{};
-  explicit llama_layer(std::size_t layers) {
-    constexpr std::int64_t b = 8, s = 8192, h = 4096, heads = 32, kv = 8, d = 128, f = 14336;
-    const tensor_shape act{b, s, h};
-    const auto bf16 = model::bfloat16;
-    x = p->tensor("x", act, bf16);
-    out = p->repeat(layers, x, [&](big_plan& l, model::tensor_id in) {
-      auto ln1_w = l.parameter("ln1.weight", {h}, bf16);
-      auto ln1 = l.tensor("ln1", act, bf16), inv1 = l.tensor("ln1.invvar", {b, s});
-      l.op<"rms_norm">({in, ln1_w}, {ln1, inv1});
-      auto wq = l.parameter("wq", {h, heads * d}, bf16), wk = l.parameter("wk", {h, kv * d}, bf16),
-           wv = l.parameter("wv", {h, kv * d}, bf16);
-      auto q = l.tensor("q", {b, s, heads * d}, bf16), k = l.tensor("k", {b, s, kv * d}, bf16),
-           v = l.tensor("v", {b, s, kv * d}, bf16);
-      l.op<"matmul">({ln1, wq}, {q});
-      l.op<"matmul">({ln1, wk}, {k});
-      l.op<"matmul">({ln1, wv}, {v});
-      auto q4 = l.tensor("q.heads", {b, s, heads, d}, bf16), k4 = l.tensor("k.heads", {b, s, kv, d}, bf16),
-           v4 = l.tensor("v.heads", {b, s, kv, d}, bf16);
-      l.op<"reshape">({q}, {q4}, {.shape = {b, s, heads, d}});
-      l.op<"reshape">({k}, {k4}, {.shape = {b, s, kv, d}});
-      l.op<"reshape">({v}, {v4}, {.shape = {b, s, kv, d}});
-      auto ctx = l.tensor("ctx", {b, s, heads, d}, bf16), probs = l.tensor("probs", {b, heads, s, s}, bf16);
-      auto lse = l.tensor("lse", {b, heads, s}), seed = l.tensor("seed", {2}, model::int64);
-      l.op<"flash_attention">({q4, k4, v4}, {ctx, probs, lse, seed}, {.causal = true});
-      auto ctx_flat = l.tensor("ctx.flat", act, bf16);
-      l.op<"reshape">({ctx}, {ctx_flat}, {.shape = {b, s, h}});
-      auto wo = l.parameter("wo", {heads * d, h}, bf16);
-      auto o = l.tensor("attn.o", act, bf16), x1 = l.tensor("x1", act, bf16);
-      l.op<"matmul">({ctx_flat, wo}, {o});
-      l.op<"add">({in, o}, {x1});
-      auto ln2_w = l.parameter("ln2.weight", {h}, bf16);
-      auto ln2 = l.tensor("ln2", act, bf16), inv2 = l.tensor("ln2.invvar", {b, s});
-      l.op<"rms_norm">({x1, ln2_w}, {ln2, inv2});
-      auto w_gate = l.parameter("w_gate", {h, f}, bf16), w_up = l.parameter("w_up", {h, f}, bf16);
-      auto gate = l.tensor("gate", {b, s, f}, bf16), up = l.tensor("up", {b, s, f}, bf16);
-      l.op<"matmul">({ln2, w_gate}, {gate});
-      l.op<"matmul">({ln2, w_up}, {up});
-      auto act_ffn = l.tensor("swiglu", {b, s, f}, bf16);
-      l.op<"swiglu">({gate, up}, {act_ffn});
-      auto w_down = l.parameter("w_down", {f, h}, bf16);
-      auto dn = l.tensor("mlp.d", act, bf16), x2 = l.tensor("x2", act, bf16);
-      l.op<"matmul">({act_ffn, w_down}, {dn});
-      l.op<"add">({x1, dn}, {x2});
-      return x2;
-    });
-  }
-  model::tensor_id param(std::string_view name) const {
-    for (std::size_t t = 0; t < p->tensor_count(); ++t)
-      if (p->tensor_at(t).name == name && p->tensor_at(t).producer == -1) return {t};
-    FAIL("no tensor " << name);
-    return {};
-  }
+  std::unique_ptr<big_plan> p;
+  model::tensor_id x = search_plans::llama_x, out = search_plans::llama_loss;
+  explicit llama_layer(std::size_t layers) : p(std::make_unique<big_plan>(search_plans::llama(layers))) {}
+  model::tensor_id param(std::string_view name) const { return search_plans::input(*p, name); }
 };
 }  // namespace
 

@@ -4,39 +4,17 @@
 // runtime test checks that this is the best of all 343 assignments), and says so in static_asserts.
 #include <ctspmd/model/search.hpp>
 
+#include "../../examples/search/search_plans.hpp"
+
 using namespace ctspmd;
 using model::collective;
 using model::phase;
 
 namespace {
-constexpr process_mesh mesh({2, 2});
-constexpr std::int64_t tokens = 16384, hidden = 4096;
-using plan_type = model::plan<16, 8>;
-
-constexpr plan_type mlp() {  // x is tensor 0, the body's weights 2 and 5, the output 7
-  plan_type p(mesh);
-  auto x = p.tensor("x", {tokens, hidden}, model::bfloat16);
-  p.repeat(3, x, [&](plan_type& b, model::tensor_id h) {
-    auto w1 = b.parameter("w1", {hidden, hidden}, model::bfloat16);
-    auto y = b.tensor("y", {tokens, hidden}, model::bfloat16);
-    b.op<"matmul">({h, w1}, {y});
-    auto a = b.tensor("a", {tokens, hidden}, model::bfloat16);
-    b.op<"relu">({y}, {a});
-    auto w2 = b.parameter("w2", {hidden, hidden}, model::bfloat16);
-    auto y2 = b.tensor("y2", {tokens, hidden}, model::bfloat16);
-    b.op<"matmul">({a, w2}, {y2});
-    auto a2 = b.tensor("a2", {tokens, hidden}, model::bfloat16);
-    b.op<"relu">({y2}, {a2});
-    return a2;
-  });
-  return p;
-}
-constexpr model::cluster slow_fast() {
-  model::cluster c = model::h100_cluster(mesh);
-  c.links[0] = model::infiniband_h100;
-  return c;
-}
-constexpr auto problem() { return model::search_problem<plan_type>{mlp(), {7}, slow_fast(), {.keep = 1}}; }
+using search_plans::mlp;
+using plan_type = search_plans::mlp_plan_type;
+constexpr const process_mesh& mesh = search_plans::mlp_mesh;
+constexpr auto problem() { return model::search_problem<plan_type>{mlp(), search_plans::mlp_loss, search_plans::slow_fast(), {.keep = 1}}; }
 constexpr auto found = model::searched<problem>();
 constexpr const auto& best = found.best();
 
