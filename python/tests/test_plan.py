@@ -197,3 +197,46 @@ def test_pipeline_errors():
         ctspmd.verify_plan(layers(pipeline={"mesh_dim": "tp"}))
     with pytest.raises(ctspmd.SpmdError, match="the block's 3 layers do not divide into 2 stages"):
         ctspmd.verify_plan(layers(3, pipeline={"mesh_dim": "pp"}))
+
+
+def unannotated_mlp():
+    """Alpa's six-layer MLP (examples/search/search_plans.hpp) with nothing annotated."""
+    bf16 = {"dtype": "bfloat16"}
+    act = [16384, 4096]
+    return {
+        "mesh": [2, 2], "mesh_names": ["dp", "mp"],
+        "tensors": [{"name": "x", "shape": act, **bf16}],
+        "operators": [{"repeat": {
+            "count": 3, "source": "x", "input": "h", "output": "a2",
+            "tensors": [{"name": "w1", "shape": [4096, 4096], "parameter": True, **bf16},
+                        {"name": "y", "shape": act, **bf16}, {"name": "a", "shape": act, **bf16},
+                        {"name": "w2", "shape": [4096, 4096], "parameter": True, **bf16},
+                        {"name": "y2", "shape": act, **bf16}, {"name": "a2", "shape": act, **bf16}],
+            "operators": [{"op": "matmul", "inputs": ["h", "w1"], "outputs": ["y"]},
+                          {"op": "relu", "inputs": ["y"], "outputs": ["a"]},
+                          {"op": "matmul", "inputs": ["a", "w2"], "outputs": ["y2"]},
+                          {"op": "relu", "inputs": ["y2"], "outputs": ["a2"]}]}}],
+        "training": {"loss": "a2"},
+        # dp across nodes (InfiniBand), mp inside one (NVLink)
+        "cluster": {"links": [{"bandwidth": 5e10, "latency": 1e-5}, {"bandwidth": 4.5e11, "latency": 5e-6}],
+                    "peak_flops": 9.894e14},
+    }
+
+
+def test_search_lays_out_an_unannotated_plan():
+    report = ctspmd.verify_plan(unannotated_mlp() | {"search": {"keep": 2, "zero_dim": "dp"}})
+    found = report["search"]
+    best = found["plans"][0]
+    assert best["layouts"]["x"]["dims_mapping"] == [0, -1]     # the batch over the slow dim
+    assert best["layouts"]["w1"]["dims_mapping"] == [-1, 1]    # Megatron's split over the fast one
+    assert best["layouts"]["w2"]["dims_mapping"] == [1, -1]
+    assert [p["step_seconds"] for p in found["plans"]] == sorted(p["step_seconds"] for p in found["plans"])
+    assert found["greedy"]["step_seconds"] > 1.5 * best["step_seconds"]
+    assert found["evaluations"] == 17 * 4   # 17 candidates, without ZeRO and with stages 1 to 3
+    # The answer is the best plan's: its layouts, reshards and cost.
+    assert report["cost"]["step_seconds"] == pytest.approx(best["step_seconds"], rel=1e-12)
+    assert report["totals"]["forward"] == {"all_reduce": {"count": 3, "bytes": 3 * 16384 // 2 * 4096 * 2}}
+    with pytest.raises(ctspmd.SpmdError, match="needs \"training\""):
+        plan = unannotated_mlp()
+        del plan["training"]
+        ctspmd.verify_plan(plan | {"search": {}})
