@@ -301,6 +301,34 @@ TEST_CASE("search: bad input is an spmd_error naming it") {
   auto b = q->tensor("b", {-1, 8});
   q->op<"relu">({a}, {b});
   check_error([&] { model::search(*q, b, slow_fast()); }, error_kind::invalid_argument, "unknown until run time");
+  // No operators; an input no operator reads stays as declared.
+  auto empty = std::make_unique<plan_type>(mesh);
+  auto lone = empty->tensor("lone", {8, 8});
+  check_error([&] { model::search(*empty, lone, slow_fast()); }, error_kind::invalid_argument, "no operators");
+  auto unread = std::make_unique<plan_type>(mesh);
+  auto u = unread->parameter("unread", {8, 8});
+  auto in = unread->tensor("in", {8, 8});
+  auto o = unread->tensor("out", {8, 8});
+  unread->op<"relu">({in}, {o});
+  const auto r = model::search(*unread, o, slow_fast());
+  REQUIRE(r.ok());
+  check_error([&] { (void)r.best().layout(u); }, error_kind::not_found, "not a plan input the search chose");
+  CHECK(r.best().layouts.size() == 1);
+  // Nested repeated blocks are refused.
+  auto nested = std::make_unique<plan_type>(mesh);
+  auto n0 = nested->tensor("n0", {8, 8});
+  check_error(
+      [&] {
+        auto out = nested->repeat(2, n0, [&](plan_type& b, model::tensor_id h) {
+          return b.repeat(2, h, [&](plan_type& c, model::tensor_id g) {
+            auto y = c.tensor("y", {8, 8});
+            c.op<"relu">({g}, {y});
+            return y;
+          });
+        });
+        model::search(*nested, out, slow_fast());
+      },
+      error_kind::invalid_argument, "nested repeated blocks");
   // Annotating: only an unannotated plan input, on the plan's mesh.
   check_error([&] { p->annotate({1}, tensor_dist_attr(mesh, {0, -1})); }, error_kind::invalid_argument,
               "cannot be annotated");

@@ -266,7 +266,10 @@ class layout_search {
   }
 
   /// Starts the search: the full dynamic programming, then the greedy one (see the file comment).
-  constexpr void start() { begin_phase(0); }
+  constexpr void start() {
+    if (step_count_ == 0) raise(make_error(error_kind::invalid_argument, "search", "the plan has no operators"));
+    begin_phase(0);
+  }
   /// Runs about `budget` branches (an operator run on a state with some inputs' layouts chosen).
   constexpr void resume(std::size_t budget) {
     while (budget > 0 && phase_ < 2) {
@@ -790,6 +793,7 @@ constexpr bool evaluate(const plan<T, O>& forward, tensor_id loss, const cluster
   const auto& e = cand.entries[entry];
   out.layouts.clear();
   for (std::size_t i = 0; i < cand.inputs.size(); ++i) {
+    if (e.code[i] == 0xffff) continue;  // no operator reads it: left as declared
     tensor_dist_attr a;
     candidate_layout(forward.mesh(), forward.tensor_at(cand.inputs[i]).shape, e.code[i], a, cand.co_shard);
     out.layouts.push_back({tensor_id{cand.inputs[i]}, a});
