@@ -319,10 +319,10 @@ TEST_CASE("search: bad input is an spmd_error naming it") {
   auto n0 = nested->tensor("n0", {8, 8});
   check_error(
       [&] {
-        auto out = nested->repeat(2, n0, [&](plan_type& b, model::tensor_id h) {
-          return b.repeat(2, h, [&](plan_type& c, model::tensor_id g) {
-            auto y = c.tensor("y", {8, 8});
-            c.op<"relu">({g}, {y});
+        auto out = nested->repeat(2, n0, [&](plan_type& outer, model::tensor_id h) {
+          return outer.repeat(2, h, [&](plan_type& inner, model::tensor_id g) {
+            auto y = inner.tensor("y", {8, 8});
+            inner.op<"relu">({g}, {y});
             return y;
           });
         });
