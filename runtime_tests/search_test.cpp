@@ -126,7 +126,7 @@ TEST_CASE("search: a memory limit the best plan exceeds makes the search shard t
 }
 
 namespace {
-using big_plan = model::plan<128, 64>;
+using big_plan = search_plans::llama_plan_type;
 constexpr const process_mesh& dp_mp = search_plans::llama_mesh;
 /// Llama-3-8B's decoder layers (search_plans.hpp), on the heap.
 struct llama_layer {

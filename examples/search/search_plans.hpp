@@ -48,7 +48,7 @@ constexpr model::cluster slow_fast() {
 
 // ---- Llama-3-8B decoder layers: RMSNorm, grouped-query attention, SwiGLU (no rotary embedding) ----
 inline constexpr process_mesh llama_mesh({2, 8});  // [dp, mp]: h100_cluster puts dp across nodes
-using llama_plan_type = model::plan<128, 64>;
+using llama_plan_type = model::plan<56, 20>;  // 33 tensors, 17 operators (a training step: 6 x 56 tensors)
 /// x is tensor 0; the last layer's output (the loss) tensor 32.
 inline constexpr model::tensor_id llama_x{0}, llama_loss{32};
 

@@ -913,15 +913,18 @@ inline constexpr auto search_part<MakeProblem, 0> = [] {
   s.resume(search_branches_per_part);
   return s;
 }();
+/// The part that finishes the search, from part `Part` on: a chain of variables, not of calls,
+/// so that the number of parts is bounded by the template instantiation depth (some 900), not by
+/// the constant-evaluation call depth (512 in Clang).
 template <auto MakeProblem, std::size_t Part = 0>
-constexpr const search_candidates& finished_search() {
+inline constexpr std::size_t last_search_part = [] {
   if constexpr (search_part<MakeProblem, Part>.finished())
-    return search_part<MakeProblem, Part>.result();
+    return Part;
   else
-    return finished_search<MakeProblem, Part + 1>();
-}
+    return last_search_part<MakeProblem, Part + 1>;
+}();
 template <auto MakeProblem>
-inline constexpr search_candidates candidates_of = finished_search<MakeProblem>();
+inline constexpr search_candidates candidates_of = search_part<MakeProblem, last_search_part<MakeProblem>>.result();
 template <auto MakeProblem>
 inline constexpr auto options_of = option_sets(problem_value<MakeProblem>.options);
 
