@@ -697,7 +697,8 @@ class layout_search {
     for (size_t j = 0; j < op.outputs.size(); ++j) put(st, op.outputs[j], fwd_.outputs[j]);
     if (stp.closes >= 0 && phase_ == 0) {
       const tensor_dist_attr* first = find(st, entry_layout);
-      if (first == nullptr || !(*first == *find(st, static_cast<size_t>(stp.closes)))) return;  // the runs differ
+      const tensor_dist_attr* last = find(st, static_cast<size_t>(stp.closes));  // (dead already if nothing reads it)
+      if (first == nullptr || last == nullptr || !(*first == *last)) return;  // the runs differ
     }
     if (stp.closes >= 0) drop(st, entry_layout);
     for (auto t : stp.dies) drop(st, t);
