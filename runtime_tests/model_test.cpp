@@ -61,6 +61,35 @@ TEST_CASE("a plan that cannot be propagated throws, naming the operator") {
                            "dims mapping entry 2 of tensor dim 0 is not -1 or a mesh dim in [0, 2)");
 }
 
+TEST_CASE("a repeat inside a repeated block's body is refused when the plan is built") {
+  model::plan<8, 4> p(process_mesh({2}));
+  const auto x = p.tensor("x", {8, 64}, {0, -1});
+  ctspmd_test::check_error(
+      [&] {
+        (void)p.repeat(2, x, [&](model::plan<8, 4>& outer, model::tensor_id h) {
+          return outer.repeat(2, h, [&](model::plan<8, 4>& inner, model::tensor_id g) {
+            const auto y = inner.tensor("y", {8, 64});
+            inner.op<"relu">({g}, {y});
+            return y;
+          });
+        });
+      },
+      error_kind::invalid_argument, "plan: a repeat inside a repeated block's body: nested repeated blocks are not supported");
+  // One block after another is fine.
+  model::plan<8, 4> q(process_mesh({2}));
+  const auto a = q.repeat(2, q.tensor("x", {8, 64}, {0, -1}), [&](model::plan<8, 4>& b, model::tensor_id h) {
+    const auto y = b.tensor("y", {8, 64});
+    b.op<"relu">({h}, {y});
+    return y;
+  });
+  const auto c = q.repeat(2, a, [&](model::plan<8, 4>& b, model::tensor_id h) {
+    const auto y = b.tensor("z", {8, 64});
+    b.op<"relu">({h}, {y});
+    return y;
+  });
+  CHECK(model::propagate(q).attr(c) == tensor_dist_attr(process_mesh({2}), {0, -1}));
+}
+
 // ==== property: a repeated block reports what the same layers written out report =================
 namespace {
 // One generated layer: operators on an [8, 16, 32] activation, each keeping its shape.

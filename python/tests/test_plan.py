@@ -190,6 +190,46 @@ def test_pipeline_stages():
     assert [s["layers"] for s in uneven] == [1, 3] and [s["in_flight"] for s in uneven] == [2, 2]
 
 
+def test_svg_picture_of_a_pipeline_schedule():
+    for schedule, v in (("1f1b", 1), ("gpipe", 1), ("interleaved", 2)):
+        m = 4
+        report = ctspmd.verify_plan(layers(8, pipeline={"mesh_dim": "pp", "micro_batches": m, "schedule": schedule,
+                                                        "chunks": v}), svg=True)
+        pipe = report["pipeline"]
+        p = len(pipe["stages"])
+        t = [s["compute_seconds"] + s["communication_seconds"] + s["send_seconds"] for s in pipe["stages"]]
+        passes = [a for g, a in svg_bars(report["svg"]) if g == "pipeline"]
+        assert len(passes) == 2 * p * m * v  # every micro-batch forward and backward through every chunk
+        ends = {}
+        for a in passes:
+            start, end, stage = float(a["start"]), float(a["end"]), int(a["stage"])
+            share = (1 / 3 if a["pass"] == "forward" else 2 / 3) * t[stage] / v  # the stage's time, 1 : 2
+            assert end - start == pytest.approx(share)
+            ends[(a["pass"], int(a["micro-batch"]), int(a["chunk"]) * p + stage)] = end
+        for a in passes:  # each pass starts after the pass it waits for
+            mb, vs, start = int(a["micro-batch"]), int(a["chunk"]) * p + int(a["stage"]), float(a["start"])
+            if a["pass"] == "forward" and vs > 0:
+                assert start >= ends[("forward", mb, vs - 1)]
+            if a["pass"] == "backward":
+                assert start >= ends[("forward", mb, vs)]
+                assert vs + 1 == p * v or start >= ends[("backward", mb, vs + 1)]
+        for stage in range(p):  # a stage runs one pass at a time
+            spans = sorted((float(a["start"]), float(a["end"])) for a in passes if int(a["stage"]) == stage)
+            assert all(b[0] >= a[1] - 1e-12 * a[1] for a, b in zip(spans, spans[1:]))
+            if schedule != "interleaved":  # the micro-batches a stage keeps: as the report says
+                started = ended = most = 0
+                events = sorted((float(a["start"] if a["pass"] == "forward" else a["end"]), a["pass"] == "forward")
+                                for a in passes if int(a["stage"]) == stage)
+                for _, forward in events:
+                    started, ended = started + forward, ended + (not forward)
+                    most = max(most, started - ended)
+                assert most == pipe["stages"][stage]["in_flight"]
+        makespan = max(float(a["end"]) for a in passes)
+        assert m * max(t) <= makespan <= (m + (p - 1) / v) * max(t) * (1 + 1e-12)
+        assert f"Pipeline schedule ({schedule}, 4 micro-batches)" in report["svg"]
+    assert 'class="pipeline"' not in ctspmd.verify_plan(layers(training={"loss": "out"}), svg=True)["svg"]
+
+
 def test_pipeline_errors():
     with pytest.raises(ctspmd.SpmdError, match="micro_batches \\(3\\) a multiple of the stages \\(2\\)"):
         ctspmd.verify_plan(layers(pipeline={"mesh_dim": "pp", "micro_batches": 3, "schedule": "interleaved", "chunks": 2}))

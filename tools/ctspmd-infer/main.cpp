@@ -115,7 +115,8 @@ Plan response:
                 "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds",
                 "peak_memory", "peak_stage"},   (with "pipeline")
    "search": {"plans": [{"layouts": {"w1": ATTR, ...}, "zero_stage", "recompute", "step_seconds",
-                         "peak_memory", "estimate_seconds", "greedy"}, ...] (best first: the answer's plan),
+                         "peak_memory", "estimate_seconds", "greedy"}, ...] (best first: the answer's plan;
+                         a name two chosen tensors share: each keyed by its index),
               "greedy": {...}, "states", "evaluations", "infeasible"},   (with "search")
    "svg": "<svg ...>...</svg>"}   (with "svg": true)
   ATTR as above, in the plan's layout form. A failing plan's error names where:

@@ -486,8 +486,15 @@ class plan_reader {
     return o;
   }
   json searched_json(const model::searched_plan& p) const {
+    // Keyed by name; a name two chosen tensors share, by each one's index (as requests refer to them).
     json layouts = json::object();
-    for (const auto& l : p.layouts) layouts[std::string(plan_->tensor_at(l.tensor.index).name)] = attr_json(l.attr, mesh_, form_);
+    for (const auto& l : p.layouts) {
+      std::string key(plan_->tensor_at(l.tensor.index).name);
+      for (const auto& other : p.layouts)
+        if (other.tensor.index != l.tensor.index && plan_->tensor_at(other.tensor.index).name == key)
+          key = std::to_string(l.tensor.index);
+      layouts[key] = attr_json(l.attr, mesh_, form_);
+    }
     constexpr std::string_view recomputes[] = {"none", "selective", "full"};
     return {{"layouts", layouts},
             {"zero_stage", p.training.stage()},

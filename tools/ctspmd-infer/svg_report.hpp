@@ -9,6 +9,13 @@
 // Collectives come from the cost when the answer has one (which counts a recomputed forward's,
 // fused kernels' and ZeRO-3's gathers too), else from the reshard list. Bar lengths are relative
 // to the largest bar of their section.
+//
+// With a pipeline, its schedule: a row per stage, a box per micro-batch's forward and backward
+// pass through it (a chunk's, interleaved), each at the time a simulation of the schedule starts
+// it (data-start, data-end). A stage's micro-batch time (compute, collectives and sends) is split
+// 1 : 2 between its forward and backward pass (their FLOPs' ratio) and by its chunks; a pass
+// starts when its stage is free and the pass before it in the pipeline has ended. Each stage
+// takes its own time here, while the report's step time takes the slowest stage's for all.
 
 #include <nlohmann/json.hpp>
 
@@ -119,6 +126,12 @@ class document {
     }
     body_ += "</g>\n";
   }
+  /// SVG elements `height` pixels tall, drawn at the current height (`y()`).
+  void raw(const std::string& elements, int height) {
+    body_ += elements;
+    y_ += height;
+  }
+  int y() const { return y_; }
   std::string finish() const {
     const int height = y_ + 16;
     return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
@@ -136,6 +149,80 @@ class document {
 };
 
 inline constexpr const char* phase_colors[] = {"#4e79a7", "#f28e2b", "#59a14f"};
+
+/// One pass of a micro-batch through a stage, as the schedule simulation places it.
+struct pipeline_pass {
+  std::int64_t stage = 0, micro_batch = 0, chunk = 0;
+  bool backward = false;
+  double start = 0, end = 0;
+};
+
+/// The passes of `m` micro-batches through `stage_seconds.size()` stages under `schedule`
+/// ("gpipe", "1f1b" or "interleaved" with `v` chunks), each stage's micro-batch taking its
+/// `stage_seconds` (see the file comment). The request was checked by `pipeline`: m is a
+/// multiple of the stages when interleaved.
+inline std::vector<pipeline_pass> simulate_pipeline(const std::string& schedule, std::int64_t m, std::int64_t v,
+                                                    const std::vector<double>& stage_seconds) {
+  const auto p = static_cast<std::int64_t>(stage_seconds.size());
+  if (schedule != "interleaved") v = 1;
+  const std::int64_t units = m * v;  // passes of each kind a stage runs
+  // The k-th forward (or backward) unit of a stage: its micro-batch and chunk, Megatron's order
+  // (p micro-batches through one chunk, then the next chunk; backward from the last chunk).
+  const auto unit = [&](std::int64_t k, bool backward) {
+    const std::int64_t group = k / (p * v), r = k % (p * v);
+    const std::int64_t chunk = backward ? v - 1 - r / p : r / p;
+    return std::pair{group * p + r % p, chunk};
+  };
+  struct order_item {
+    std::int64_t k;
+    bool backward;
+  };
+  std::vector<std::vector<order_item>> order(static_cast<std::size_t>(p));
+  for (std::int64_t s = 0; s < p; ++s) {
+    auto& list = order[static_cast<std::size_t>(s)];
+    const std::int64_t warmup = schedule == "gpipe" ? units
+                                : schedule == "interleaved" ? std::min((p - s - 1) * 2 + (v - 1) * p, units)
+                                                            : std::min(p - s - 1, units);
+    for (std::int64_t k = 0; k < warmup; ++k) list.push_back({k, false});
+    for (std::int64_t k = 0; k < units - warmup; ++k) {
+      list.push_back({warmup + k, false});
+      list.push_back({k, true});
+    }
+    for (std::int64_t k = units - warmup; k < units; ++k) list.push_back({k, true});
+  }
+  // End times by (pass, micro-batch, virtual stage chunk·p + stage); -1 until run.
+  const std::int64_t virtual_stages = p * v;
+  std::vector<double> done(static_cast<std::size_t>(2 * m * virtual_stages), -1);
+  const auto at = [&](bool backward, std::int64_t mb, std::int64_t vs) -> double& {
+    return done[static_cast<std::size_t>(((backward ? 1 : 0) * m + mb) * virtual_stages + vs)];
+  };
+  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+  std::vector<double> free(static_cast<std::size_t>(p), 0);
+  std::vector<pipeline_pass> passes;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::int64_t s = 0; s < p; ++s) {
+      const auto i = static_cast<std::size_t>(s);
+      while (next[i] < order[i].size()) {
+        const auto [k, backward] = order[i][next[i]];
+        const auto [mb, chunk] = unit(k, backward);
+        const std::int64_t vs = chunk * p + s;
+        // The pass it waits for: the previous virtual stage's forward, the next one's backward
+        // (the last virtual stage's backward follows its own forward).
+        const double ready = !backward ? (vs == 0 ? 0 : at(false, mb, vs - 1))
+                                       : (vs + 1 == virtual_stages ? at(false, mb, vs) : at(true, mb, vs + 1));
+        if (ready < 0) break;
+        const double seconds = stage_seconds[i] / static_cast<double>(v) * (backward ? 2.0 / 3 : 1.0 / 3);
+        const double start = std::max(free[i], ready);
+        free[i] = at(backward, mb, vs) = start + seconds;
+        passes.push_back({s, mb, chunk, backward, start, start + seconds});
+        ++next[i];
+        progress = true;
+      }
+    }
+  }
+  return passes;
+}
 
 }  // namespace svg
 
@@ -263,6 +350,59 @@ inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& 
                 100 * cost.at("mfu").get<double>(), 100 * cost.at("overlapped_mfu").get<double>(),
                 cost.at("flops").at("model").get<double>());
   doc.line(mfu);
+
+  // ---- pipeline schedule ----
+  if (answer.contains("pipeline")) {
+    const json& pipe = answer.at("pipeline");
+    const json& options = plan.at("pipeline");
+    const std::string schedule = options.value("schedule", std::string("1f1b"));
+    const std::int64_t chunks = options.value("chunks", std::int64_t{1});
+    const auto m = pipe.at("micro_batches").get<std::int64_t>();
+    std::vector<double> stage_seconds;
+    for (const auto& s : pipe.at("stages"))
+      stage_seconds.push_back(s.at("compute_seconds").get<double>() + s.at("communication_seconds").get<double>() +
+                              s.at("send_seconds").get<double>());
+    const std::int64_t boxes = 2 * m * (schedule == "interleaved" ? chunks : 1) * static_cast<std::int64_t>(stage_seconds.size());
+    char heading[160];
+    std::snprintf(heading, sizeof heading, "Pipeline schedule (%s, %lld micro-batches): bubble %.1f%%, step %s",
+                  schedule.c_str(), static_cast<long long>(m), 100 * pipe.at("bubble_fraction").get<double>(),
+                  svg::seconds_text(pipe.at("step_seconds").get<double>()).c_str());
+    doc.heading(heading);
+    constexpr std::int64_t most_boxes = 4096;
+    if (boxes > most_boxes) {
+      doc.line("not drawn: " + std::to_string(boxes) + " passes (at most " + std::to_string(most_boxes) + ")");
+    } else {
+      const auto passes = svg::simulate_pipeline(schedule, m, chunks, stage_seconds);
+      double makespan = 0;
+      for (const auto& q : passes) makespan = std::max(makespan, q.end);
+      constexpr int left = 90, span = 850, row = 20;
+      std::string elements = "<g class=\"pipeline\">\n";
+      for (const auto& q : passes) {
+        const double x = left + (makespan > 0 ? span * q.start / makespan : 0);
+        const double w = std::max(1.0, makespan > 0 ? span * (q.end - q.start) / makespan : 1.0);
+        const int y = doc.y() + static_cast<int>(q.stage) * row;
+        const std::string what = std::string(q.backward ? "backward" : "forward") + " of micro-batch " +
+                                 std::to_string(q.micro_batch) +
+                                 (schedule == "interleaved" ? ", chunk " + std::to_string(q.chunk) : std::string()) +
+                                 " on stage " + std::to_string(q.stage) + ": " + svg::seconds_text(q.start) + " to " +
+                                 svg::seconds_text(q.end);
+        char geometry[128];
+        std::snprintf(geometry, sizeof geometry, "x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\"", x, y, w, row - 4);
+        elements += std::string("<rect ") + geometry + " fill=\"" + svg::phase_colors[q.backward ? 1 : 0] +
+                    "\" stroke=\"white\" data-stage=\"" + std::to_string(q.stage) + "\" data-micro-batch=\"" +
+                    std::to_string(q.micro_batch) + "\" data-chunk=\"" + std::to_string(q.chunk) + "\" data-pass=\"" +
+                    (q.backward ? "backward" : "forward") + "\" data-start=\"" + svg::exact(q.start) +
+                    "\" data-end=\"" + svg::exact(q.end) + "\"><title>" + svg::escape(what) + "</title></rect>\n";
+      }
+      elements += "</g>\n";
+      for (std::size_t s = 0; s < stage_seconds.size(); ++s)
+        elements += "<text x=\"16\" y=\"" + std::to_string(doc.y() + static_cast<int>(s) * row + 12) + "\">stage " +
+                    std::to_string(s) + "</text>\n";
+      doc.raw(elements, static_cast<int>(stage_seconds.size()) * row + 4);
+      doc.line("forward passes blue, backward orange; the simulated schedule ends at " + svg::seconds_text(makespan) +
+               " (each stage at its own speed; the step time takes the slowest stage's for all)");
+    }
+  }
   return doc.finish();
 }
 

@@ -483,16 +483,23 @@ class plan {
   /// A block run `count` times (count >= 1), e.g. the layers of a decoder:
   /// `body(plan&, tensor_id input) -> tensor_id output` adds its operators once; `input`
   /// stands for `source` in the first run and for the previous run's output after. Returns
-  /// the last run's output. The body's operators write only tensors the body declares.
+  /// the last run's output. The body's operators write only tensors the body declares. Blocks
+  /// do not nest (propagation and training steps run one block after another).
   template <class Body>
   constexpr tensor_id repeat(std::size_t count, tensor_id source, Body&& body) {
     if (count == 0) raise(make_error(error_kind::invalid_argument, "plan", "a block repeats at least once"));
+    if (in_block_)
+      raise(make_error(error_kind::invalid_argument, "plan",
+                       "a repeat inside a repeated block's body: nested repeated blocks are not supported (write the "
+                       "inner block's runs out)"));
     if (block_count_ == blocks_.size())
       raise(make_error(error_kind::invalid_argument, "plan", "more than {} repeated blocks", blocks_.size()));
     const auto& s = tensors_[checked(source)];
     const tensor_id input = add_tensor({s.name, s.shape, s.element_bytes, false, {}, block_input});
     block_info b{op_count_, 0, count, source, input, {}};
+    in_block_ = true;
     b.output = body(*this, input);
+    in_block_ = false;
     b.end_op = op_count_;
     b.end_tensor = tensor_count_;
     checked(b.output);
@@ -612,6 +619,7 @@ class plan {
   std::size_t tensor_count_ = 0, op_count_ = 0, block_count_ = 0;
   training_options training_{};
   bool recomputable_ = false;  ///< `op` is inside `recomputable`
+  bool in_block_ = false;      ///< `repeat`'s body is running
   // Scratch of `check_output_shapes`: the operator's inputs as specs, the shapes its rule derives.
   std::array<dist_tensor_spec, max_operands> shape_inputs_{};
   shape_list derived_shapes_{};

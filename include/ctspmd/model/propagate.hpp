@@ -348,6 +348,7 @@ class propagation {
   std::array<detail::reshard_record, MaxReshards> records_{};  ///< the reshards while propagation runs
   std::array<reshard, MaxReshards> reshards_{};                ///< made from `records_` once it finishes
   std::size_t tensor_count_ = 0, reshard_count_ = 0;
+  std::size_t block_records_ = 0;  ///< the entries before the block in progress began
   // Where propagation stands: it can stop after any operator and resume (`verified` spreads a
   // long plan over several constant expressions, each within the compiler's step limit).
   bool finished_ = false;
@@ -481,6 +482,7 @@ class propagator {
         return fail(o.next_op_, make_error(error_kind::invalid_argument, "",
                                            "the block's source (tensor {}) has no dist attributes yet", b.source.index));
       o.run_ = 1;
+      o.block_records_ = o.reshard_count_;
       begin_run(b);
       if (b.first_op == b.end_op) return leave_block();  // an empty body: nothing runs
     }
@@ -639,7 +641,9 @@ class propagator {
           block < 0 ? -1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block)).number(static_cast<size_t>(block)));
       const record r{op,     operand, on_output, tensor, m,      kind, reshard_bytes(kind, p_.tensor_at(tensor), from, n),
                      group,  1,       number,    p_.op_at(op).phase, layout_index(from), layout_index(to)};
-      size_t e = 0;
+      // Only a block's runs repeat a reshard (an operator outside blocks runs once): look among
+      // the entries since the block began.
+      size_t e = block < 0 ? o.reshard_count_ : o.block_records_;
       while (e < o.reshard_count_ && !same_but_times(o.records_[e], r)) ++e;
       if (e < o.reshard_count_) {
         ++o.records_[e].times;
@@ -876,7 +880,13 @@ inline constexpr auto plan_value = MakePlan();
 /// Operator runs per constant expression in `verified`: each stays well within Clang's default
 /// limit of 1,048,576 evaluation steps (an operator costs some thousands, an optimizer's update
 /// some ten thousands: 32 runs of adamw, each looking its layouts up, come close to the limit).
+/// GCC keeps every step's constant and allocates for every copy of the propagation: it is given
+/// fewer, longer steps (its limit is 33,554,432 operations).
+#if defined(__clang__)
 inline constexpr std::size_t runs_per_step = 24;
+#else
+inline constexpr std::size_t runs_per_step = 96;
+#endif
 
 template <auto MakePlan, propagate_options Options, std::size_t R>
 constexpr auto first_step() {

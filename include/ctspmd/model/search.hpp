@@ -11,8 +11,9 @@
 /// such as the token batch) and of every unannotated output of an `assign` (a reshard point, as
 /// Paddle's `dist.reshard`: a mixture of experts' all-to-alls), each either replicated or, per
 /// mesh dim of size > 1, split along a tensor dim that mesh dim's size divides (one mesh dim a
-/// tensor dim unless `co_shard`: then lower mesh dims major), and the step's plan-level options: ZeRO's stage over `zero_dim` and the recomputation, when asked to
-/// try them. A repeated block's body is declared once, so its inputs take one layout for all
+/// tensor dim unless `co_shard`: then lower mesh dims major), and the step's plan-level options:
+/// ZeRO's stage over `zero_dim` and the recomputation, when asked to try them. A plan input no
+/// operator reads is left as declared. A repeated block's body is declared once, so its inputs take one layout for all
 /// runs (the block is verified by induction when the chosen plan is propagated).
 ///
 /// How, in two tiers:
@@ -38,7 +39,8 @@
 ///    the rest ranked by `step_seconds()`. The best and the next `keep` are returned.
 ///
 /// The greedy choice is DTensor's: each operator's undecided inputs take the layouts cheapest
-/// for that operator and what came before it (the same dynamic programming with one state).
+/// for that operator and what came before it (the same dynamic programming with one state; a
+/// block's steady state is not required of it: propagation lays its runs out as they come).
 /// It is one of the evaluated candidates, so the search never returns a plan worse than greedy.
 ///
 /// Decisions: the estimate only ranks candidates for tier 2 and every returned figure is exact,
@@ -50,8 +52,8 @@
 /// not estimated: a limit filters the exact candidates, so under a tight limit the plan returned
 /// is the best of those that fit, not necessarily the best that fits. A plan input that its first
 /// reader cannot take as laid out is resharded on every step, as propagation does for an
-/// annotated one. Unannotated plan inputs the loss does not depend on are chosen too (their cost
-/// is zero whatever the layout: the first candidate, replicated, wins ties).
+/// annotated one. An input that operators read but the loss does not depend on is chosen like
+/// the others, by its readers' estimate.
 ///
 /// Compile time: `search` is one constant expression; `model::searched<make_problem>()` spreads
 /// the same search over constant expressions (the dynamic programming in parts of
@@ -243,6 +245,9 @@ class layout_search {
     if (o.max_states == 0 || o.max_states > max_search_states)
       raise(make_error(error_kind::invalid_argument, "search", "max_states is {}: it must be in [1, {}]", o.max_states,
                        max_search_states));
+    if (o.memory_limit < 0)
+      raise(make_error(error_kind::invalid_argument, "search", "memory_limit is {}: it must be positive (or 0: no limit)",
+                       o.memory_limit));
     if (!(c.peak_flops > 0)) raise(make_error(error_kind::invalid_argument, "search", "the cluster's peak FLOP/s must be positive"));
     for (auto& v : input_of_) v = 0xffff;
     for (std::size_t t = 0; t < p.tensor_count(); ++t) {
@@ -259,6 +264,10 @@ class layout_search {
         if (s < 0)
           raise(make_error(error_kind::invalid_argument, "search",
                            "tensor {} has a size unknown until run time: a search needs every size", t));
+      if (candidate_codes(p.mesh(), info.shape) > 0xffff)  // a state's codes are 16 bits, 0xffff: undecided
+        raise(make_error(error_kind::invalid_argument, "search",
+                         "tensor {} has {} candidate layouts: a search handles at most 65,535 (annotate it)", t,
+                         candidate_codes(p.mesh(), info.shape)));
       input_of_[t] = static_cast<std::uint16_t>(inputs_.size());
       inputs_.push_back(static_cast<std::uint16_t>(t));
     }
@@ -311,8 +320,9 @@ class layout_search {
     return info;
   }
 
-  // One step of the schedule: operator `op` run `weight` times, after `bind` (a block's input
-  // `bind_to` taking a chosen layout, tensor `bind_from`'s resharded to it) when `bind` is set.
+  // One step of the schedule: operator `op` run `weight` times, after `bind` when it is set: a
+  // block's input `bind_to` takes tensor `bind_from`'s layout (or, when that is an undecided plan
+  // input, a candidate both take).
   struct step {
     std::uint16_t op = 0;
     std::int64_t weight = 1;
@@ -329,10 +339,6 @@ class layout_search {
   constexpr void schedule() {
     for (size_t k = 0; k < p_.op_count(); ++k)
       for (auto t : p_.op_at(k).inputs) read_by_op_[t] = true;
-    for (size_t b = 0; b < p_.block_count(); ++b)
-      for (size_t a = b + 1; a < p_.block_count(); ++a)
-        if (p_.block_at(a).first_op < p_.block_at(b).end_op)
-          raise(make_error(error_kind::invalid_argument, "search", "a search does not take nested repeated blocks"));
     size_t i = 0;
     while (i < p_.op_count()) {
       size_t found = p_.block_count();
@@ -452,16 +458,16 @@ class layout_search {
             n *= mesh.dim_size(k);
           }
       if (kind == collective::local_slice || kind == collective::local_partial) continue;
-      s += 2 * seconds(m, reshard_bytes(kind, p_.tensor_at(t), from, n));  // and backward's mirror
+      s += 2 * seconds(m, static_cast<double>(reshard_bytes(kind, p_.tensor_at(t), from, n)));  // and backward's mirror
     }
     return s;
   }
-  constexpr double seconds(std::int64_t m, std::int64_t bytes) const {
+  constexpr double seconds(std::int64_t m, double bytes) const {
     const link& l = c_.links[static_cast<size_t>(m)];
     if (!(l.bandwidth > 0))
       raise(make_error(error_kind::invalid_argument, "search",
                        "mesh dim {} sends collectives, but its link has no bandwidth", m));
-    return l.latency + static_cast<double>(bytes) / (l.bandwidth * c_.communication_efficiency);
+    return l.latency + bytes / (l.bandwidth * c_.communication_efficiency);
   }
   // (Shapes and layouts apart, not dist_tensor_specs: building one checks it, a cost in constant
   // evaluation.)
@@ -605,7 +611,6 @@ class layout_search {
       next.code[i] = code;
       put(next, t, a);
     }
-    double entry = 0;
     if (stp.bind) {  // the block's input: the source's layout (greedy), the looped one, or a branch's
       const tensor_dist_attr* from = find(next, stp.bind_from);
       const bool open_source = from == nullptr && input_of_[stp.bind_from] != 0xffff;  // (follows the input)
@@ -623,7 +628,6 @@ class layout_search {
       }
       put(next, stp.bind_to, in);
     }
-    next.estimate += entry;
     run_op(next, step_);
   }
   // The layout of an annotated plan input not yet read.
@@ -689,7 +693,7 @@ class layout_search {
           split_elsewhere = split_elsewhere || (j != k && ((*need)[j].shards(m) || (*need)[j].is_partial(m)));
         if (!split_elsewhere) continue;
         const auto n = static_cast<double>(p_.mesh().dim_size(m));
-        sync += seconds(m, static_cast<std::int64_t>(2 * (n - 1) / n * bytes));
+        sync += seconds(m, 2 * (n - 1) / n * bytes);
       }
     }
     const double compute = flops(op, *need, (pinned ? again_ : fwd_).outputs) / (c_.peak_flops * c_.compute_efficiency);
