@@ -5,6 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "check_error.hpp"
 
 using namespace ctspmd;
@@ -46,6 +49,65 @@ TEST_CASE("pipeline: the same report at run time as at compile time") {
   CHECK(at_run_time.boundary_bytes() == 4 * 16 * 2);        // a dp rank's rows of the output
 }
 
+TEST_CASE("pipeline: interleaving with a stage map") {
+  // 6 layers, stages of 2 and 4, 2 chunks each: virtual stages of 1, 2, 1, 2 layers (stage 0
+  // holds layers 0 and 3, stage 1 layers 1-2 and 4-5).
+  const auto step = make_step(6);
+  const auto r = model::propagate(step);
+  const model::pipeline_options o{
+      .mesh_dim = 0, .micro_batches = 4, .schedule = model::pipeline_schedule::interleaved, .chunks = 2, .stage_layers = {2, 4}};
+  const auto inter = model::pipeline(step, r, o);
+  CHECK(inter.stage(0).first_layer == 0);
+  CHECK(inter.stage(1).first_layer == 1);
+  CHECK(inter.stage(1).layers == 4);
+  const std::int64_t layer_bytes = 16 * 16 * 2;  // a layer's bf16 weight
+  CHECK(inter.stage(0).parameters == 2 * layer_bytes);
+  CHECK(inter.stage(1).parameters == 4 * layer_bytes);
+  CHECK(inter.bubble_fraction() == 1.0 / 8);  // (p - 1) / (v m)
+  CHECK(inter.stage(0).in_flight == 2 * (1 + 1.0 / 4));
+  // The same stages without interleaving: the same figures but the bubble and what is in flight.
+  auto plain = o;
+  plain.schedule = model::pipeline_schedule::one_f_one_b;
+  plain.chunks = 1;
+  const auto f1b = model::pipeline(step, r, plain);
+  CHECK(f1b.stage(1).first_layer == 2);
+  CHECK(f1b.stage(1).parameters == inter.stage(1).parameters);
+  CHECK(f1b.bubble_fraction() == 1.0 / 4);
+  // The bubble: half a slowest micro-batch through a stage (v = 2), not a whole one.
+  const double slowest = std::max(inter.stage(0).micro_batch_seconds(), inter.stage(1).micro_batch_seconds());
+  CHECK(inter.step_seconds() - inter.ideal_seconds() == doctest::Approx(slowest / 2));
+  CHECK(f1b.step_seconds() - f1b.ideal_seconds() ==
+        doctest::Approx(std::max(f1b.stage(0).micro_batch_seconds(), f1b.stage(1).micro_batch_seconds())));
+  // Uneven chunks: 5 layers over stages of 2 and 3, 2 chunks: stage 1's first chunk has 2.
+  const auto odd = make_step(5);
+  auto five = o;
+  five.stage_layers = {2, 3};
+  const auto uneven = model::pipeline(odd, model::propagate(odd), five);
+  CHECK(uneven.stage(1).first_layer == 1);
+  CHECK(uneven.stage(1).parameters == 3 * layer_bytes);
+}
+
+TEST_CASE("pipeline: a saturated figure stays saturated on each stage") {
+  // A layer's weight of 2^62 bf16 elements: its bytes saturate the step's figures; a stage's
+  // share of them is saturated too, not a finite half of the largest int64.
+  const std::int64_t big = std::int64_t{1} << 31;
+  plan_type p(mesh);
+  const auto x0 = p.tensor("x0", {8, big}, {1, -1}, model::bfloat16);
+  const auto out = p.repeat(4, x0, [&](plan_type& b, model::tensor_id x) {
+    const auto w = b.parameter("w", {big, big}, model::bfloat16);
+    const auto y = b.tensor("y", {8, big}, model::bfloat16);
+    b.op<"matmul">({x, w}, {y}, {}, "linear");
+    return y;
+  });
+  const auto step = model::training_step(p, out);
+  const auto report = model::pipeline(step, model::propagate(step), {.mesh_dim = 0, .micro_batches = 4});
+  constexpr auto saturated = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t s = 0; s < 2; ++s) {
+    CHECK(report.stage(s).parameters == saturated);
+    CHECK(report.stage(s).flops == saturated);
+  }
+}
+
 TEST_CASE("pipeline: errors name what is wrong") {
   const auto step = make_step(4);
   const auto r = model::propagate(step);
@@ -63,8 +125,8 @@ TEST_CASE("pipeline: errors name what is wrong") {
   fails({.mesh_dim = 0, .stage_layers = {3, 2}}, "stage_layers add up to 5 layers, but the block has 4");
   fails({.mesh_dim = 0, .stage_layers = {4, 0}}, "stage_layers[1] is 0: each of the 2 stages has at least one layer");
   fails({.mesh_dim = 0, .stage_layers = {2, 1, 1}}, "stage_layers[2] is 1, but the pipeline has 2 stages");
-  fails({.mesh_dim = 0, .schedule = pipeline_schedule::interleaved, .chunks = 2, .stage_layers = {2, 2}},
-        "the interleaved schedule splits the layers evenly: no stage_layers");
+  fails({.mesh_dim = 0, .micro_batches = 2, .schedule = pipeline_schedule::interleaved, .chunks = 2, .stage_layers = {1, 3}},
+        "stage_layers[0] is 1: interleaved, each stage has at least a layer for each of its 2 chunks");
   const auto odd = make_step(3);
   check_error([&] { (void)model::pipeline(odd, model::propagate(odd), {.mesh_dim = 0}); }, error_kind::invalid_argument,
               "the block's 3 layers do not divide into 2 stages x chunks: give stage_layers");

@@ -22,7 +22,9 @@
 ///   activations), 1F1B (stage r keeps min(p - r, m)), and interleaved 1F1B (each stage holds
 ///   `chunks` (v) chunks of the layers, stage r's j-th the (j·p + r)-th of p·v equal chunks; stage
 ///   r keeps min(p - r, m) × (1 + (p - 1)/(p·v)) micro-batches' worth, Narayanan et al. 2021).
-///   Interleaving needs the layers to divide into p·v chunks and m to be a multiple of p.
+///   Interleaving needs m to be a multiple of p, and the layers to divide into p·v chunks or a
+///   stage map giving each stage at least v layers: stage r's n_r layers then make its v chunks,
+///   the first n_r mod v of them one layer longer (the time below takes a stage's chunks alike).
 /// - Sends: at each stage boundary, per micro-batch, the block output's local part goes forward
 ///   and its gradient backward, point to point over the pipeline's mesh dim: b·s·h elements, a
 ///   t-th of them when the block's output is split along the sequence over t devices. Under
@@ -171,11 +173,12 @@ constexpr std::int64_t pipeline_block(const plan<T, O>& step, const propagation<
   bool mapped = false;
   for (auto n : o.stage_layers) mapped = mapped || n != 0;
   if (mapped) {
-    if (interleaved) bad("the interleaved schedule splits the layers evenly: no stage_layers");
     std::int64_t sum = 0;
     for (std::int64_t s = 0; s < static_cast<std::int64_t>(max_stages); ++s) {
       const auto n = o.stage_layers[static_cast<std::size_t>(s)];
       if (s < p && n < 1) bad("stage_layers[{}] is {}: each of the {} stages has at least one layer", s, n, p);
+      if (s < p && n < v)
+        bad("stage_layers[{}] is {}: interleaved, each stage has at least a layer for each of its {} chunks", s, n, v);
       if (s >= p && n != 0) bad("stage_layers[{}] is {}, but the pipeline has {} stages", s, n, p);
       sum = saturating_sum(sum, n);
     }
@@ -212,7 +215,9 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
   out.count_ = static_cast<std::size_t>(p);
   out.micro_batches_ = m;
   out.boundary_bytes_ = cost.boundary_bytes();
-  const auto share = [&](std::int64_t total, std::int64_t n) { return total / layers * n; };
+  const auto share = [&](std::int64_t total, std::int64_t n) {  // a saturated total stays saturated
+    return total == std::numeric_limits<std::int64_t>::max() ? total : total / layers * n;
+  };
   const auto sum3 = [](std::int64_t a, std::int64_t b, std::int64_t d) {
     return detail::saturating_sum(detail::saturating_sum(a, b), d);
   };
@@ -226,9 +231,9 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
       return detail::saturating_sum(head ? before.*f : 0, tail ? after.*f : 0);
     };
     const auto extra_seconds = [&](double split_part::*f) { return (head ? before.*f : 0.0) + (tail ? after.*f : 0.0); };
-    st.first_layer = interleaved ? s * layers / saturating_product(p, v) : first;
+    st.first_layer = first;  // interleaved: its first chunk's first layer, after the stages' first chunks before it
     st.layers = n;
-    first += n;
+    first += interleaved ? n / v + (n % v != 0) : n;
     st.parameters = sum3(share(body.parameters, n), extra(&split_part::parameters), 0);
     st.gradients = sum3(share(body.gradients, n), extra(&split_part::gradients), 0);
     st.optimizer_states = sum3(share(body.optimizer_states, n), extra(&split_part::optimizer_states), 0);
