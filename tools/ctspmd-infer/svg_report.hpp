@@ -399,8 +399,8 @@ inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& 
         elements += "<text x=\"16\" y=\"" + std::to_string(doc.y() + static_cast<int>(s) * row + 12) + "\">stage " +
                     std::to_string(s) + "</text>\n";
       doc.raw(elements, static_cast<int>(stage_seconds.size()) * row + 4);
-      doc.line("forward passes blue, backward orange; the simulated schedule ends at " + svg::seconds_text(makespan) +
-               " (each stage at its own speed; the step time takes the slowest stage's for all)");
+      doc.line("forward passes blue, backward orange; the simulated schedule ends at " + svg::seconds_text(makespan));
+      doc.line("(each stage at its own speed: the step time takes the slowest stage's for all)");
     }
   }
   return doc.finish();
