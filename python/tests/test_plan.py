@@ -228,6 +228,8 @@ def test_svg_picture_of_a_pipeline_schedule():
         assert m * max(t) <= makespan <= (m + (p - 1) / v) * max(t) * (1 + 1e-12)
         assert f"Pipeline schedule ({schedule}, 4 micro-batches)" in report["svg"]
     assert 'class="pipeline"' not in ctspmd.verify_plan(layers(training={"loss": "out"}), svg=True)["svg"]
+    many = ctspmd.verify_plan(layers(pipeline={"mesh_dim": "pp", "micro_batches": 2**62}), svg=True)["svg"]
+    assert 'class="pipeline"' not in many and "not drawn: more than 4096 passes" in many
 
 
 def test_pipeline_errors():

@@ -362,15 +362,16 @@ inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& 
     for (const auto& s : pipe.at("stages"))
       stage_seconds.push_back(s.at("compute_seconds").get<double>() + s.at("communication_seconds").get<double>() +
                               s.at("send_seconds").get<double>());
-    const std::int64_t boxes = 2 * m * (schedule == "interleaved" ? chunks : 1) * static_cast<std::int64_t>(stage_seconds.size());
     char heading[160];
     std::snprintf(heading, sizeof heading, "Pipeline schedule (%s, %lld micro-batches): bubble %.1f%%, step %s",
                   schedule.c_str(), static_cast<long long>(m), 100 * pipe.at("bubble_fraction").get<double>(),
                   svg::seconds_text(pipe.at("step_seconds").get<double>()).c_str());
     doc.heading(heading);
-    constexpr std::int64_t most_boxes = 4096;
-    if (boxes > most_boxes) {
-      doc.line("not drawn: " + std::to_string(boxes) + " passes (at most " + std::to_string(most_boxes) + ")");
+    // 2·m·v·p passes, each factor checked first (a request's m or v may be huge: no overflow)
+    constexpr std::int64_t most_passes = 4096;
+    const std::int64_t v = schedule == "interleaved" ? chunks : 1, p = static_cast<std::int64_t>(stage_seconds.size());
+    if (m > most_passes || v > most_passes || 2 * m * v * p > most_passes) {
+      doc.line("not drawn: more than " + std::to_string(most_passes) + " passes");
     } else {
       const auto passes = svg::simulate_pipeline(schedule, m, chunks, stage_seconds);
       double makespan = 0;

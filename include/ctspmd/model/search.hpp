@@ -13,8 +13,9 @@
 /// mesh dim of size > 1, split along a tensor dim that mesh dim's size divides (one mesh dim a
 /// tensor dim unless `co_shard`: then lower mesh dims major), and the step's plan-level options:
 /// ZeRO's stage over `zero_dim` and the recomputation, when asked to try them. A plan input no
-/// operator reads is left as declared. A repeated block's body is declared once, so its inputs take one layout for all
-/// runs (the block is verified by induction when the chosen plan is propagated).
+/// operator reads is left as declared. A repeated block's body is declared once, so its inputs
+/// take one layout for all runs (the block is verified by induction when the chosen plan is
+/// propagated).
 ///
 /// How, in two tiers:
 /// 1. **Dynamic programming over the forward operators** in program order, a repeated block's
@@ -246,8 +247,8 @@ class layout_search {
       raise(make_error(error_kind::invalid_argument, "search", "max_states is {}: it must be in [1, {}]", o.max_states,
                        max_search_states));
     if (o.memory_limit < 0)
-      raise(make_error(error_kind::invalid_argument, "search", "memory_limit is {}: it must be positive (or 0: no limit)",
-                       o.memory_limit));
+      raise(make_error(error_kind::invalid_argument, "search",
+                       "memory_limit is {}: it must be positive (or 0: no limit)", o.memory_limit));
     if (!(c.peak_flops > 0)) raise(make_error(error_kind::invalid_argument, "search", "the cluster's peak FLOP/s must be positive"));
     for (auto& v : input_of_) v = 0xffff;
     for (std::size_t t = 0; t < p.tensor_count(); ++t) {
