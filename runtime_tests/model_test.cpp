@@ -61,6 +61,22 @@ TEST_CASE("a plan that cannot be propagated throws, naming the operator") {
                            "dims mapping entry 2 of tensor dim 0 is not -1 or a mesh dim in [0, 2)");
 }
 
+TEST_CASE("a block's count fits an int64 (costs count its runs in one)") {
+  model::plan<8, 4> p(process_mesh({2}));
+  const auto x = p.tensor("x", {8, 64}, {0, -1});
+  const auto relu = [](model::plan<8, 4>& b, model::tensor_id h) {
+    const auto y = b.tensor("y", {8, 64});
+    b.op<"relu">({h}, {y});
+    return y;
+  };
+  const std::size_t too_many = std::size_t{1} << 63;
+  ctspmd_test::check_error([&] { (void)p.repeat(too_many, x, relu); }, error_kind::invalid_argument,
+                           "plan: a block repeats more than 9223372036854775807 times");
+  CHECK(p.block_count() == 0);
+  (void)p.repeat(too_many - 1, x, relu);
+  CHECK(p.block_at(0).count == too_many - 1);
+}
+
 TEST_CASE("a repeat inside a repeated block's body is refused when the plan is built") {
   model::plan<8, 4> p(process_mesh({2}));
   const auto x = p.tensor("x", {8, 64}, {0, -1});

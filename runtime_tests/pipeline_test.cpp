@@ -108,6 +108,31 @@ TEST_CASE("pipeline: a saturated figure stays saturated on each stage") {
   }
 }
 
+TEST_CASE("pipeline: a ZeRO shard's optimizer collectives are on its parameter's stage") {
+  // On [pp, dp, tp], a bias sharded over tp on its only dim before the block (the first stage):
+  // ZeRO co-shards its states over dp, so its gradient is reduce-scattered and its updated shard
+  // gathered back by `assign`s of the optimizer phase. They are the first stage's, with the
+  // bias's adamw: the first stage's optimizer step is the longer (the last has nothing outside
+  // the layers).
+  constexpr process_mesh cube({2, 2, 2});
+  model::plan<24, 12> p(cube);
+  const auto x = p.tensor("x", {8, 16}, {1, 2}, model::bfloat16);
+  const auto b0 = p.parameter("b0", {16}, {2}, model::bfloat16);
+  const auto x0 = p.tensor("x0", {8, 16}, model::bfloat16);
+  p.op<"add">({x, b0}, {x0});
+  const auto out = p.repeat(2, x0, [&](model::plan<24, 12>& b, model::tensor_id in) {
+    const auto bias = b.parameter("b", {16}, {2}, model::bfloat16);
+    const auto y = b.tensor("y", {8, 16}, model::bfloat16);
+    b.op<"add">({in, bias}, {y});
+    return y;
+  });
+  const auto step = model::training_step(p, out, {.shard_optimizer_states_on = 1});
+  const auto report = model::pipeline(step, model::propagate(step), {.mesh_dim = 0, .micro_batches = 2});
+  REQUIRE(report.stages() == 2);
+  CHECK(report.stage(0).parameters == report.stage(1).parameters + 16 / 2 * 2);  // b0: 8 bf16 elements a tp rank
+  CHECK(report.stage(0).optimizer_seconds > report.stage(1).optimizer_seconds);
+}
+
 TEST_CASE("pipeline: errors name what is wrong") {
   const auto step = make_step(4);
   const auto r = model::propagate(step);
@@ -145,4 +170,21 @@ TEST_CASE("pipeline: errors name what is wrong") {
   const auto flat_step = model::training_step(flat, y);
   check_error([&] { (void)model::pipeline(flat_step, model::propagate(flat_step), {.mesh_dim = 0}); },
               error_kind::invalid_argument, "the plan has no repeated block to split over the stages");
+  // A training step whose loss is computed before the block: the first stage's backward pass
+  // could not be told from the last's.
+  plan_type early(mesh);
+  const auto x0 = early.tensor("x0", {8, 16}, {1, -1});
+  const auto w0 = early.parameter("w0", {16, 16});
+  const auto e = early.tensor("e", {8, 16});
+  early.op<"matmul">({x0, w0}, {e}, {}, "embed");
+  (void)early.repeat(2, e, [&](plan_type& b, model::tensor_id h) {
+    const auto weight = b.parameter("w", {16, 16});
+    const auto z = b.tensor("y", {8, 16});
+    b.op<"matmul">({h, weight}, {z}, {}, "linear");
+    return z;
+  });
+  const auto early_step = model::training_step(early, e);
+  check_error([&] { (void)model::pipeline(early_step, model::propagate(early_step), {.mesh_dim = 0}); },
+              error_kind::invalid_argument,
+              "the loss does not depend on block 0's output: the step has no backward pass of the layers to split");
 }

@@ -404,7 +404,7 @@ class coster {
   /// The part operator i belongs to: the block's and its backward pass's operators are the
   /// block's; other forward operators before or after it; backward ones mirrored (the backward
   /// of what follows the block runs before its backward pass); an optimizer operator its
-  /// parameter's.
+  /// parameter's (`optimizer_part`).
   constexpr size_t part_of_op(size_t i) const {
     const auto& b = p_.block_at(static_cast<size_t>(split_));
     const auto own = block_of_[i];
@@ -415,8 +415,23 @@ class coster {
       const auto m = mirror_[static_cast<size_t>(split_)];
       return m < 0 || i < p_.block_at(static_cast<size_t>(m)).first_op ? 2 : 0;
     }
-    if (kind_[i] == kind::adamw) return part_of_tensor(static_cast<size_t>(p_.tensor_at(op.inputs[3]).role_of));
-    return op.inputs.empty() ? 2 : part_of_tensor(op.inputs[0]);
+    return optimizer_part(i);
+  }
+  /// The part of the parameter optimizer operator i updates: its first input is the parameter,
+  /// its gradient or state, or what an earlier optimizer operator made of one (a ZeRO shard an
+  /// `assign` sliced, the updated shard an `assign` gathers back); an operator without inputs
+  /// is the last part's.
+  constexpr size_t optimizer_part(size_t i) const {
+    for (;;) {
+      const auto& op = p_.op_at(i);
+      if (op.inputs.empty()) return 2;
+      const auto& x = p_.tensor_at(op.inputs[0]);
+      if (!x.trainable && x.role_of >= 0 && (x.role == tensor_role::gradient || x.role == tensor_role::optimizer_state))
+        return part_of_tensor(static_cast<size_t>(x.role_of));
+      if (x.trainable || x.producer < 0 || p_.op_at(static_cast<size_t>(x.producer)).phase != phase::optimizer)
+        return part_of_tensor(op.inputs[0]);
+      i = static_cast<size_t>(x.producer);  // an earlier operator: the walk ends
+    }
   }
   constexpr split_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts_[part_of_op(i)]; }
 
@@ -436,7 +451,7 @@ class coster {
   /// parts counted in one pass over the mesh dims (the cost's hottest function).
   constexpr std::int64_t local_elements(size_t t, const tensor_dist_attr& a) const {
     const auto& info = p_.tensor_at(t);
-    std::array<std::int64_t, max_rank> split{};
+    std::int64_t split[max_rank]{};
     for (size_t d = 0; d < info.shape.size(); ++d) {
       if (info.shape[d] < 0)
         raise(make_error(error_kind::invalid_argument, "cost",
@@ -449,7 +464,10 @@ class coster {
     for (size_t d = 0; d < info.shape.size(); ++d) n = saturating_product(n, (info.shape[d] + split[d] - 1) / split[d]);
     return n;
   }
-  constexpr std::int64_t local_elements(size_t t) const { return local_elements(t, r_.attr({t})); }
+  /// The same in the layout propagation gave t (counted once, by `measure_tensor`).
+  constexpr std::int64_t local_elements(size_t t) const {
+    return elements_[t] >= 0 ? elements_[t] : local_elements(t, r_.attr({t}));
+  }
   constexpr void measure_tensor(size_t t) {
     const auto& info = p_.tensor_at(t);
     canon_[t] = static_cast<std::uint16_t>(t);
@@ -459,9 +477,9 @@ class coster {
                                 p_.tensor_at(static_cast<size_t>(info.role_of)).trainable;
     const bool persistent = info.trainable || param_gradient || info.role == tensor_role::optimizer_state;
     flags_[t] = persistent || info.role == tensor_role::first_run_layout ? excluded : 0;
-    bytes_[t] = info.shape.empty() || info.role == tensor_role::first_run_layout
-                    ? 0
-                    : saturating_product(local_elements(t), info.element_bytes);
+    elements_[t] = -1;
+    if (!info.shape.empty() && info.role != tensor_role::first_run_layout) elements_[t] = local_elements(t, r_.attr({t}));
+    bytes_[t] = elements_[t] < 0 ? 0 : saturating_product(elements_[t], info.element_bytes);
     if (split_ >= 0 && t == p_.block_at(static_cast<size_t>(split_)).output.index) out_.boundary_bytes_ = bytes_[t];
   }
 
@@ -741,18 +759,23 @@ class coster {
   }
 
   // ---- FLOPs ----
-  /// The layout operator i read its input k in: resharded, if it was (the entries of an
-  /// operator follow its first), else as propagated.
-  constexpr const tensor_dist_attr& read_layout(size_t i, size_t k) const {
+  /// The layout operator i read its input k in if it was resharded (the entries of an operator
+  /// follow its first), else null: as propagated.
+  constexpr const tensor_dist_attr* resharded_layout(size_t i, size_t k) const {
     if (first_entry_[i] >= 0)
       for (auto e = static_cast<size_t>(first_entry_[i]); e < r_.reshard_entries() && r_.reshard_at(e).op == i; ++e)
-        if (const auto& s = r_.reshard_at(e); !s.on_output && s.operand == k) return s.to;
-    return r_.attr({p_.op_at(i).inputs[k]});
+        if (const auto& s = r_.reshard_at(e); !s.on_output && s.operand == k) return &s.to;
+    return nullptr;
+  }
+  constexpr const tensor_dist_attr& read_layout(size_t i, size_t k) const {
+    const auto* a = resharded_layout(i, k);
+    return a != nullptr ? *a : r_.attr({p_.op_at(i).inputs[k]});
   }
   /// Elements of input k of operator i, and the local size of its dim d (from the end if
   /// negative; 1 for a scalar), as read.
   constexpr std::int64_t input_elements(size_t i, size_t k) const {
-    return local_elements(p_.op_at(i).inputs[k], read_layout(i, k));
+    const auto* a = resharded_layout(i, k);
+    return a != nullptr ? local_elements(p_.op_at(i).inputs[k], *a) : local_elements(p_.op_at(i).inputs[k]);
   }
   constexpr std::int64_t input_dim(size_t i, size_t k, std::int64_t d) const {
     const auto& shape = p_.tensor_at(p_.op_at(i).inputs[k]).shape;
@@ -916,17 +939,22 @@ class coster {
   loop loop_ = loop::ops;
   size_t cursor_ = 0;
   std::int64_t now_ = 0, top_ = -1;  ///< the live bytes at the operator `peak` is at, and the largest
-  // Per tensor and per operator (the first tensor_count / op_count entries are used).
-  std::array<std::int64_t, T> bytes_{};
-  std::array<std::uint16_t, T> canon_{}, state_{}, source_{};
-  std::array<std::int32_t, T> start_{}, last_fwd_{}, first_bwd_{}, last_bwd_{};
-  std::array<std::uint8_t, T> flags_{};
-  std::array<std::int64_t, O + 1> delta_{};
-  std::array<std::int8_t, O> block_of_{};
-  std::array<kind, O> kind_{};
-  std::array<std::uint8_t, O> op_flags_{};
-  std::array<std::int32_t, O> first_entry_{};  ///< the operator's first reshard entry, or -1
-  std::array<std::int8_t, max_blocks> mirror_{};
+  // Per tensor and per operator (the first tensor_count / op_count entries are used). Built-in
+  // arrays: both compilers evaluate an element's access several times faster than through
+  // std::array's operator[] (a function call in constant evaluation), and the loops are mostly
+  // such accesses.
+  template <class V, size_t N>
+  using slots = V[N == 0 ? 1 : N];
+  slots<std::int64_t, T> bytes_{}, elements_{};  ///< elements_: of the local part, or -1 (not counted)
+  slots<std::uint16_t, T> canon_{}, state_{}, source_{};
+  slots<std::int32_t, T> start_{}, last_fwd_{}, first_bwd_{}, last_bwd_{};
+  slots<std::uint8_t, T> flags_{};
+  slots<std::int64_t, O + 1> delta_{};
+  slots<std::int8_t, O> block_of_{};
+  slots<kind, O> kind_{};
+  slots<std::uint8_t, O> op_flags_{};
+  slots<std::int32_t, O> first_entry_{};  ///< the operator's first reshard entry, or -1
+  slots<std::int8_t, max_blocks> mirror_{};
 };
 
 }  // namespace detail

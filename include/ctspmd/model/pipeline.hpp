@@ -164,6 +164,11 @@ constexpr std::int64_t pipeline_block(const plan<T, O>& step, const propagation<
   for (std::size_t b = 0; b < step.block_count() && block < 0; ++b)
     if (step.block_at(b).mirror_of < 0) block = static_cast<std::int64_t>(b);
   if (block < 0) bad("the plan has no repeated block to split over the stages");
+  bool backward = false, mirrored = false;
+  for (std::size_t i = 0; i < step.op_count(); ++i) backward = backward || step.op_at(i).phase == phase::backward;
+  for (std::size_t b = 0; b < step.block_count(); ++b) mirrored = mirrored || step.block_at(b).mirror_of == block;
+  if (backward && !mirrored)  // which stage a backward operator runs on follows the block's backward pass
+    bad("the loss does not depend on block {}'s output: the step has no backward pass of the layers to split", block);
   const auto layers = static_cast<std::int64_t>(step.block_at(static_cast<std::size_t>(block)).count);
   const std::int64_t m = o.micro_batches;
   const bool interleaved = o.schedule == pipeline_schedule::interleaved;

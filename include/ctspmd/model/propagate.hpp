@@ -341,12 +341,14 @@ class propagation {
   // layouts, and a propagation is copied whole from one constant expression of `verified` to the
   // next (a table of layouts costs the compiler a fraction of a dist attr per tensor).
   static constexpr std::size_t layout_capacity = max_layouts(MaxTensors, MaxReshards);
-  std::array<tensor_dist_attr, layout_capacity> layouts_{};
+  // (Built-in arrays: constant evaluation reaches their elements faster than through
+  // std::array's operator[], a function call there.)
+  tensor_dist_attr layouts_[layout_capacity]{};
   std::size_t layout_count_ = 1;
-  std::array<std::uint16_t, MaxTensors> layout_{};
-  std::array<bool, MaxTensors> known_{};
-  std::array<detail::reshard_record, MaxReshards> records_{};  ///< the reshards while propagation runs
-  std::array<reshard, MaxReshards> reshards_{};                ///< made from `records_` once it finishes
+  std::uint16_t layout_[MaxTensors == 0 ? 1 : MaxTensors]{};
+  bool known_[MaxTensors == 0 ? 1 : MaxTensors]{};
+  detail::reshard_record records_[MaxReshards == 0 ? 1 : MaxReshards]{};  ///< the reshards while propagation runs
+  reshard reshards_[MaxReshards == 0 ? 1 : MaxReshards]{};                ///< made from `records_` once it finishes
   std::size_t tensor_count_ = 0, reshard_count_ = 0;
   std::size_t block_records_ = 0;  ///< the entries before the block in progress began
   // Where propagation stands: it can stop after any operator and resume (`verified` spreads a
@@ -356,7 +358,7 @@ class propagation {
   std::size_t run_ = 0;    ///< the run of block `next_block_` in progress (from 1), or 0
   bool changed_ = false;   ///< the run in progress changed a tensor's attrs from the run before
   bool wrote_outside_ = false;  ///< the run in progress laid out a tensor declared outside its block
-  std::array<std::size_t, MaxReshards> touched_{};  ///< entries the run in progress added to
+  std::size_t touched_[MaxReshards == 0 ? 1 : MaxReshards]{};  ///< entries the run in progress added to
   std::size_t touched_count_ = 0;
   // A block whose backward pass a training step verifies: how its runs differ (0: all alike; 1:
   // only the first, whose layouts the plan's `block_info::first_run_at` tensors keep; 2: later
