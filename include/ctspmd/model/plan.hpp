@@ -496,8 +496,8 @@ class plan {
       raise(make_error(error_kind::invalid_argument, "plan",
                        "a repeat inside a repeated block's body: nested repeated blocks are not supported (write the "
                        "inner block's runs out)"));
-    if (block_count_ == max_blocks)
-      raise(make_error(error_kind::invalid_argument, "plan", "more than {} repeated blocks", max_blocks));
+    if (block_count_ == blocks_.size())
+      raise(make_error(error_kind::invalid_argument, "plan", "more than {} repeated blocks", blocks_.size()));
     const auto& s = tensors_[checked(source)];
     const tensor_id input = add_tensor({s.name, s.shape, s.element_bytes, false, {}, block_input});
     block_info b{op_count_, 0, count, source, input, {}};
@@ -617,11 +617,9 @@ class plan {
 
   named_mesh mesh_;  ///< names, if given, only resolve named layouts
   ctspmd::semantics semantics_ = ctspmd::semantics::fluid;
-  // Built-in arrays: constant evaluation reaches their elements faster than through
-  // std::array's operator[] (a function call there).
-  tensor_info tensors_[MaxTensors == 0 ? 1 : MaxTensors]{};
-  operator_info ops_[MaxOps == 0 ? 1 : MaxOps]{};
-  block_info blocks_[max_blocks]{};
+  std::array<tensor_info, MaxTensors> tensors_{};
+  std::array<operator_info, MaxOps> ops_{};
+  std::array<block_info, max_blocks> blocks_{};
   std::size_t tensor_count_ = 0, op_count_ = 0, block_count_ = 0;
   training_options training_{};
   bool recomputable_ = false;  ///< `op` is inside `recomputable`
