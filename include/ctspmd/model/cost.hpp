@@ -759,23 +759,24 @@ class coster {
   }
 
   // ---- FLOPs ----
-  /// The layout operator i read its input k in if it was resharded (the entries of an operator
-  /// follow its first), else null: as propagated.
-  constexpr const tensor_dist_attr* resharded_layout(size_t i, size_t k) const {
+  /// The reshard entry of operator i's input k (the entries of an operator follow its first), or
+  /// -1: read as propagated.
+  constexpr std::int64_t input_reshard(size_t i, size_t k) const {
     if (first_entry_[i] >= 0)
       for (auto e = static_cast<size_t>(first_entry_[i]); e < r_.reshard_entries() && r_.reshard_at(e).op == i; ++e)
-        if (const auto& s = r_.reshard_at(e); !s.on_output && s.operand == k) return &s.to;
-    return nullptr;
+        if (const auto& s = r_.reshard_at(e); !s.on_output && s.operand == k) return static_cast<std::int64_t>(e);
+    return -1;
   }
+  /// The layout operator i read its input k in: resharded, if it was, else as propagated.
   constexpr const tensor_dist_attr& read_layout(size_t i, size_t k) const {
-    const auto* a = resharded_layout(i, k);
-    return a != nullptr ? *a : r_.attr({p_.op_at(i).inputs[k]});
+    const auto e = input_reshard(i, k);
+    return e >= 0 ? r_.reshard_at(static_cast<size_t>(e)).to : r_.attr({p_.op_at(i).inputs[k]});
   }
   /// Elements of input k of operator i, and the local size of its dim d (from the end if
   /// negative; 1 for a scalar), as read.
   constexpr std::int64_t input_elements(size_t i, size_t k) const {
-    const auto* a = resharded_layout(i, k);
-    return a != nullptr ? local_elements(p_.op_at(i).inputs[k], *a) : local_elements(p_.op_at(i).inputs[k]);
+    const auto e = input_reshard(i, k), t = p_.op_at(i).inputs[k];
+    return e >= 0 ? local_elements(t, r_.reshard_at(static_cast<size_t>(e)).to) : local_elements(t);
   }
   constexpr std::int64_t input_dim(size_t i, size_t k, std::int64_t d) const {
     const auto& shape = p_.tensor_at(p_.op_at(i).inputs[k]).shape;
