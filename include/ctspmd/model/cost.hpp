@@ -775,7 +775,8 @@ class coster {
   /// Elements of input k of operator i, and the local size of its dim d (from the end if
   /// negative; 1 for a scalar), as read.
   constexpr std::int64_t input_elements(size_t i, size_t k) const {
-    const auto e = input_reshard(i, k), t = p_.op_at(i).inputs[k];
+    const std::int64_t e = input_reshard(i, k);
+    const size_t t = p_.op_at(i).inputs[k];
     return e >= 0 ? local_elements(t, r_.reshard_at(static_cast<size_t>(e)).to) : local_elements(t);
   }
   constexpr std::int64_t input_dim(size_t i, size_t k, std::int64_t d) const {
