@@ -43,6 +43,14 @@ TEST_CASE("pipeline: the same report at run time as at compile time") {
     CHECK(at_run_time.stage(s).parameters == at_compile_time.stage(s).parameters);
     CHECK(at_run_time.stage(s).memory == at_compile_time.stage(s).memory);
     CHECK(at_run_time.stage(s).micro_batch_seconds() == at_compile_time.stage(s).micro_batch_seconds());
+    for (std::size_t k = 0; k < model::collective_count; ++k) {
+      CHECK(at_run_time.stage(s).collectives[k].count == at_compile_time.stage(s).collectives[k].count);
+      CHECK(at_run_time.stage(s).collectives[k].bytes == at_compile_time.stage(s).collectives[k].bytes);
+    }
+    // one send each way between the two stages, a collective of its own kind
+    const auto& sends = at_run_time.stage(s).collectives[static_cast<std::size_t>(model::collective::send_recv)];
+    CHECK(sends.count == 1);
+    CHECK(sends.bytes == at_run_time.boundary_bytes());
   }
   CHECK(at_run_time.step_seconds() == at_compile_time.step_seconds());
   CHECK(at_run_time.stage(0).parameters == 2 * 16 * 16 * 2);  // two layers' weights, bf16

@@ -182,6 +182,21 @@ def test_pipeline_stages():
     assert stages[0]["parameters"] == 2 * 64 * 64 * 2  # two layers' bf16 weights
     assert pipe["boundary_bytes"] == 8 // 2 * 64 * 2  # a dp rank's rows of a layer's output
     assert [s["sends"] for s in stages] == [1, 1] and [s["in_flight"] for s in stages] == [2, 1]
+    # the sends are a stage's send_recv collectives
+    for s in stages:
+        assert s["collectives"] == {"send_recv": {"count": s["sends"], "bytes": s["send_bytes"],
+                                                  "seconds": s["send_seconds"]}}
+    # weights split over dp (gathered before use, forward and backward): each stage's two layers
+    # gather theirs, and the stages' collectives add up to the step's forward and backward ones
+    sharded = layers(pipeline={"mesh_dim": "pp", "micro_batches": 4})
+    sharded["operators"][0]["repeat"]["tensors"][0]["partition_spec"] = "P('dp')"
+    answer = ctspmd.verify_plan(sharded)
+    step = answer["cost"]["collectives"]
+    for s in answer["pipeline"]["stages"]:
+        assert s["collectives"]["all_gather"]["count"] == 2 * 2 and set(s["collectives"]) == {"all_gather", "send_recv"}
+    for field in ("count", "bytes"):
+        assert sum(s["collectives"]["all_gather"][field] for s in answer["pipeline"]["stages"]) == \
+            step["forward"]["all_gather"][field] + step["backward"]["all_gather"][field]
     assert pipe["bubble_fraction"] == 1 / 4
     slowest = max(s["compute_seconds"] + s["communication_seconds"] + s["send_seconds"] for s in stages)
     assert pipe["step_seconds"] - pipe["ideal_seconds"] == pytest.approx(slowest)

@@ -86,6 +86,43 @@ static_assert(f1b.peak_stage() == 0 && f1b.peak_memory() == f1b.stage(0).persist
 static_assert(f1b.boundary_bytes() == boundary);
 static_assert(f1b.stage(0).sends == 1 && f1b.stage(1).sends == 2 && f1b.stage(3).sends == 1);
 static_assert(f1b.stage(1).send_bytes == 2 * boundary);
+// a stage's collectives by kind: its sends as send_recv; the layers' all-reduces (tp: a layer's
+// output forward, its input's gradient backward), two layers a stage, the stages' adding up to
+// the step's
+using model::collective;
+constexpr auto kind = [](std::size_t s, collective k) { return f1b.stage(s).collectives[static_cast<std::size_t>(k)]; };
+static_assert(kind(1, collective::send_recv).count == 2 && kind(1, collective::send_recv).bytes == 2 * boundary &&
+              kind(1, collective::send_recv).seconds == f1b.stage(1).send_seconds);
+static_assert(kind(0, collective::send_recv).count == 1 && kind(3, collective::send_recv).bytes == boundary);
+static_assert(kind(1, collective::all_reduce).count == 2 * 2 && kind(2, collective::all_reduce).count == 2 * 2);
+static_assert(kind(1, collective::all_gather).count == 0 && kind(1, collective::reduce_scatter).count == 0);
+constexpr auto all_stages = [](collective k) {
+  model::collective_total t;
+  for (std::size_t s = 0; s < pp; ++s) {
+    t.count += kind(s, k).count;
+    t.bytes += kind(s, k).bytes;
+    t.seconds += kind(s, k).seconds;
+  }
+  return t;
+};
+constexpr auto step_all_reduces = [] {
+  model::collective_total t;
+  for (auto ph : {model::phase::forward, model::phase::backward}) {
+    t.count += cost.collectives(ph, collective::all_reduce).count;
+    t.bytes += cost.collectives(ph, collective::all_reduce).bytes;
+  }
+  return t;
+}();
+static_assert(all_stages(collective::all_reduce).count == step_all_reduces.count);
+static_assert(all_stages(collective::all_reduce).bytes == step_all_reduces.bytes);
+static_assert(constant_evaluates<[] {  // the kinds' times are the stage's communication time
+  for (std::size_t s = 0; s < pp; ++s) {
+    double sum = 0;
+    for (std::size_t k = 0; k + 1 < model::collective_count; ++k) sum += f1b.stage(s).collectives[k].seconds;
+    const double gap = sum - f1b.stage(s).communication_seconds;
+    if (!(gap < 1e-18 && gap > -1e-18)) throw "the kinds' times are not the stage's";
+  }
+}>);
 // FLOPs: the stages' add up to the step's; the last has the head's too
 static_assert(f1b.stage(0).flops + f1b.stage(1).flops + f1b.stage(2).flops + f1b.stage(3).flops == cost.model_flops());
 static_assert(f1b.stage(3).flops > f1b.stage(1).flops && f1b.stage(1).flops == f1b.stage(2).flops);
@@ -111,6 +148,7 @@ static_assert(inter.bubble_fraction() == 3.0 / 16);
 static_assert(inter.stage(0).in_flight == 4 * (1 + 3.0 / 8) && inter.stage(3).in_flight == 1 + 3.0 / 8);
 static_assert(inter.stage(1).first_layer == 1 && inter.stage(1).layers == 2);
 static_assert(inter.stage(0).sends == 3 && inter.stage(1).sends == 4 && inter.stage(3).sends == 3);
+static_assert(inter.stage(1).collectives[static_cast<std::size_t>(model::collective::send_recv)].count == 4);
 
 // ---- a stage map: the first and last stages one layer fewer (as Llama 3) ----
 constexpr auto mapped = model::pipeline(step, r, {.mesh_dim = 0, .micro_batches = 4, .stage_layers = {1, 3, 3, 1}});

@@ -111,7 +111,9 @@ Plan response:
    "pipeline": {"stages": [{"first_layer", "layers", "parameters", "gradients", "optimizer_states",
                             "activations" (per micro-batch), "in_flight", "memory", "flops", "sends",
                             "send_bytes", "compute_seconds", "communication_seconds", "send_seconds"
-                            (per micro-batch), "optimizer_seconds"}, ...],
+                            (per micro-batch), "optimizer_seconds", "collectives": {COLLECTIVE:
+                            {"count", "bytes", "seconds"}} (per micro-batch, the sends as
+                            "send_recv")}, ...],
                 "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds",
                 "peak_memory", "peak_stage"},   (with "pipeline")
    "search": {"plans": [{"layouts": {"w1": ATTR, ...}, "zero_stage", "recompute", "step_seconds",

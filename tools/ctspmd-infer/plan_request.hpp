@@ -540,6 +540,11 @@ class plan_reader {
     json stages = json::array();
     for (std::size_t s = 0; s < pr.stages(); ++s) {
       const auto& t = pr.stage(s);
+      json collectives = json::object();
+      for (std::size_t k = 0; k < model::collective_count; ++k)
+        if (const auto& c = t.collectives[k]; c.count > 0)
+          collectives[std::string(model::to_string(static_cast<model::collective>(k)))] = {
+              {"count", c.count}, {"bytes", c.bytes}, {"seconds", c.seconds}};
       stages.push_back({{"first_layer", t.first_layer},
                         {"layers", t.layers},
                         {"parameters", t.parameters},
@@ -554,7 +559,8 @@ class plan_reader {
                         {"compute_seconds", t.compute_seconds},
                         {"communication_seconds", t.communication_seconds},
                         {"send_seconds", t.send_seconds},
-                        {"optimizer_seconds", t.optimizer_seconds}});
+                        {"optimizer_seconds", t.optimizer_seconds},
+                        {"collectives", collectives}});
     }
     return {{"stages", stages},
             {"micro_batches", pr.micro_batches()},

@@ -169,7 +169,9 @@ class kept_tensor_list {
 struct split_part {
   std::int64_t parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
   std::int64_t flops = 0, optimizer_flops = 0;
-  std::array<collective_total, max_mesh_ndim> sends{}, optimizer_sends{};  ///< per mesh dim
+  /// Forward and backward collectives by kind and mesh dim; the optimizer's by mesh dim.
+  collective_total collectives[collective_count][max_mesh_ndim] = {};
+  collective_total optimizer_sends[max_mesh_ndim] = {};
   double communication_seconds = 0, optimizer_communication_seconds = 0;
 };
 
@@ -715,7 +717,8 @@ class coster {
     };
     into(out_.table_[static_cast<size_t>(ph)][static_cast<size_t>(k)][static_cast<size_t>(m)]);
     if (auto* part = part_of(op); part != nullptr && sends(k))
-      into((ph == phase::optimizer ? part->optimizer_sends : part->sends)[static_cast<size_t>(m)]);
+      into(ph == phase::optimizer ? part->optimizer_sends[static_cast<size_t>(m)]
+                                  : part->collectives[static_cast<size_t>(k)][static_cast<size_t>(m)]);
   }
   constexpr void reshard_sends(size_t e) {
     const bool stage3 = options_.stage() == 3;
@@ -854,11 +857,12 @@ class coster {
         }
     for (auto& part : out.parts_)  // their links were checked above: the same collectives
       for (size_t m = 0; m < max_mesh_ndim; ++m)
-        for (auto* e : {&part.sends[m], &part.optimizer_sends[m]}) {
-          if (e->count == 0) continue;
-          e->seconds = static_cast<double>(e->count) * c.links[m].latency +
-                       static_cast<double>(e->bytes) / (c.links[m].bandwidth * c.communication_efficiency);
-          (e == &part.sends[m] ? part.communication_seconds : part.optimizer_communication_seconds) += e->seconds;
+        for (size_t k = 0; k <= collective_count; ++k) {  // k == collective_count: the optimizer's
+          auto& e = k < collective_count ? part.collectives[k][m] : part.optimizer_sends[m];
+          if (e.count == 0) continue;
+          e.seconds = static_cast<double>(e.count) * c.links[m].latency +
+                      static_cast<double>(e.bytes) / (c.links[m].bandwidth * c.communication_efficiency);
+          (k < collective_count ? part.communication_seconds : part.optimizer_communication_seconds) += e.seconds;
         }
   }
 

@@ -26,10 +26,11 @@
 ///   stage map giving each stage at least v layers: stage r's n_r layers then make its v chunks,
 ///   the first n_r mod v of them one layer longer (the time below takes a stage's chunks alike).
 /// - Sends: at each stage boundary, per micro-batch, the block output's local part goes forward
-///   and its gradient backward, point to point over the pipeline's mesh dim: b·s·h elements, a
-///   t-th of them when the block's output is split along the sequence over t devices. Under
-///   interleaving each chunk boundary sends: v forward and v backward a micro-batch, but the
-///   first stage's first chunk receives and the last stage's last chunk sends nothing further.
+///   and its gradient backward, point to point over the pipeline's mesh dim (a stage's
+///   `collectives` list them as `collective::send_recv`): b·s·h elements, a t-th of them when
+///   the block's output is split along the sequence over t devices. Under interleaving each
+///   chunk boundary sends: v forward and v backward a micro-batch, but the first stage's first
+///   chunk receives and the last stage's last chunk sends nothing further.
 /// - Memory of a stage: its parameters, gradients and optimizer states, and its layers'
 ///   activations kept per micro-batch times the micro-batches in flight. Transient buffers are
 ///   not counted (the step's own peak, `step_cost::memory().peak`, has them).
@@ -91,6 +92,10 @@ struct stage_report {
   std::int64_t sends = 0, send_bytes = 0;  ///< point-to-point sends per micro-batch, both directions
   double compute_seconds = 0, communication_seconds = 0, send_seconds = 0;  ///< per micro-batch
   double optimizer_seconds = 0;                                             ///< per step
+  /// Per micro-batch, forward and backward, by kind over all mesh dims: its operators'
+  /// collectives (their time is `communication_seconds`) and, as `collective::send_recv`, its
+  /// sends (`sends`, `send_bytes`, `send_seconds`).
+  std::array<collective_total, collective_count> collectives{};
 
   constexpr std::int64_t persistent() const noexcept {
     return detail::saturating_sum(detail::saturating_sum(parameters, gradients), optimizer_states);
@@ -223,10 +228,18 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
   const auto share = [&](std::int64_t total, std::int64_t n) {  // a saturated total stays saturated
     return total == std::numeric_limits<std::int64_t>::max() ? total : total / layers * n;
   };
+  // floor(total × l / layers) for 0 <= l <= layers, without overflow (a saturated total stays)
+  const auto up_to = [&](std::int64_t total, std::int64_t upto) -> std::int64_t {
+    if (upto == layers || total == std::numeric_limits<std::int64_t>::max()) return upto == 0 ? 0 : total;
+    const std::int64_t q = total / layers, rest = total % layers;
+    if (rest == 0 || upto <= std::numeric_limits<std::int64_t>::max() / rest) return q * upto + rest * upto / layers;
+    const double x = static_cast<double>(rest) * (static_cast<double>(upto) / static_cast<double>(layers));
+    return q * upto + (x < static_cast<double>(rest) ? static_cast<std::int64_t>(x) : rest - 1);
+  };
   const auto sum3 = [](std::int64_t a, std::int64_t b, std::int64_t d) {
     return detail::saturating_sum(detail::saturating_sum(a, b), d);
   };
-  std::int64_t first = 0;
+  std::int64_t first = 0, done = 0;  // done: the layers of the stages before
   double slowest = 0, slowest_optimizer = 0;
   for (std::int64_t s = 0; s < p; ++s) {
     auto& st = out.stages_[static_cast<std::size_t>(s)];
@@ -255,6 +268,25 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
                                          static_cast<double>(st.send_bytes) / (l.bandwidth * c.communication_efficiency)
                                    : 0.0;
     st.compute_seconds = static_cast<double>(st.flops) / speed;
+    for (std::size_t k = 0; k < collective_count; ++k) {
+      auto& e = st.collectives[k];
+      for (std::size_t d = 0; d < max_mesh_ndim; ++d) {
+        const auto &in = body.collectives[k][d], &first_part = before.collectives[k][d], &last_part = after.collectives[k][d];
+        // The block's by layers up to this stage's end, less those before it: the stages' counts
+        // and bytes add up to the block's (a reshard of one run only, such as the first run's
+        // entry, is spread over the layers like the rest, its count in whole collectives).
+        const auto count = static_cast<std::int64_t>(in.count);
+        e.count += static_cast<std::size_t>(up_to(count, done + n) - up_to(count, done)) + (head ? first_part.count : 0) +
+                   (tail ? last_part.count : 0);
+        e.bytes = sum3(e.bytes, up_to(in.bytes, done + n) - up_to(in.bytes, done),
+                       detail::saturating_sum(head ? first_part.bytes : 0, tail ? last_part.bytes : 0));
+        e.seconds += in.seconds / static_cast<double>(layers) * static_cast<double>(n) + (head ? first_part.seconds : 0.0) +
+                     (tail ? last_part.seconds : 0.0);
+      }
+    }
+    done += n;
+    st.collectives[static_cast<std::size_t>(collective::send_recv)] = {static_cast<std::size_t>(st.sends), st.send_bytes,
+                                                                       st.send_seconds};
     const std::int64_t optimizer_flops = sum3(share(body.optimizer_flops, n), extra(&split_part::optimizer_flops), 0);
     st.optimizer_seconds = static_cast<double>(optimizer_flops) / speed +
                            body.optimizer_communication_seconds / static_cast<double>(layers) * static_cast<double>(n) +

@@ -19,11 +19,11 @@
 /// Reshards are reported per mesh dim, with the collective that performs them and the bytes
 /// each device sends, by ring algorithms, for a tensor whose local part (under the layout it
 /// has) is S bytes on a mesh dim of n devices: all-reduce 2(n-1)S/n, reduce-scatter (n-1)S/n,
-/// all-gather (n-1)S, all-to-all (n-1)S/n, local slice 0. Sizes unknown until run time (-1)
-/// give -1 bytes. A tensor partial (with one reduce type) over several mesh dims that it needs
-/// replicated on them is one all-reduce over their product group (n the product of their sizes:
-/// a gradient reduced over dp and cp at once), listed under the first of them with `group` the
-/// set of them all.
+/// all-gather (n-1)S, all-to-all (n-1)S/n, local slice 0 (a pipeline's send_recv: S). Sizes
+/// unknown until run time (-1) give -1 bytes. A tensor partial (with one reduce type) over
+/// several mesh dims that it needs replicated on them is one all-reduce over their product group
+/// (n the product of their sizes: a gradient reduced over dp and cp at once), listed under the
+/// first of them with `group` the set of them all.
 
 #include <array>
 #include <cstddef>
@@ -45,10 +45,14 @@ enum class collective : std::int8_t {
   all_to_all,      ///< sharded on one tensor dim -> sharded on another
   local_slice,     ///< replicated -> sharded: each device keeps its part, no communication
   local_partial,   ///< replicated -> partial: one device keeps the value, the others zero
+  /// Point to point: a pipeline stage sends its block output's local part to the next stage,
+  /// and its gradient to the previous one (`<ctspmd/model/pipeline.hpp>`). No reshard is one:
+  /// propagation and the step's cost never report it, a pipeline's stages do.
+  send_recv,
 };
 /// The number of collectives (the size of every table indexed by one).
-inline constexpr std::size_t collective_count = 6;
-static_assert(static_cast<std::size_t>(collective::local_partial) + 1 == collective_count, "a collective is missing");
+inline constexpr std::size_t collective_count = 7;
+static_assert(static_cast<std::size_t>(collective::send_recv) + 1 == collective_count, "a collective is missing");
 
 constexpr std::string_view to_string(collective c) noexcept {
   switch (c) {
@@ -58,6 +62,7 @@ constexpr std::string_view to_string(collective c) noexcept {
     case collective::all_to_all: return "all_to_all";
     case collective::local_slice: return "local_slice";
     case collective::local_partial: return "local_partial";
+    case collective::send_recv: return "send_recv";
   }
   return "unknown";
 }
@@ -247,14 +252,16 @@ class propagation {
         "operator {}: input {} needs an unexpected all_gather on mesh dim {}",
         "operator {}: input {} needs an unexpected all_to_all on mesh dim {}",
         "operator {}: input {} needs an unexpected local_slice on mesh dim {}",
-        "operator {}: input {} needs an unexpected local_partial on mesh dim {}"};
+        "operator {}: input {} needs an unexpected local_partial on mesh dim {}",
+        "operator {}: input {} needs an unexpected send_recv on mesh dim {}"};
     constexpr const char* output[] = {
         "operator {}: output {} needs an unexpected all_reduce on mesh dim {}",
         "operator {}: output {} needs an unexpected reduce_scatter on mesh dim {}",
         "operator {}: output {} needs an unexpected all_gather on mesh dim {}",
         "operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
         "operator {}: output {} needs an unexpected local_slice on mesh dim {}",
-        "operator {}: output {} needs an unexpected local_partial on mesh dim {}"};
+        "operator {}: output {} needs an unexpected local_partial on mesh dim {}",
+        "operator {}: output {} needs an unexpected send_recv on mesh dim {}"};
     static_assert(sizeof input / sizeof *input == collective_count && sizeof output / sizeof *output == collective_count,
                   "one message per collective");
     return (on_output ? output : input)[static_cast<int>(c)];
@@ -267,37 +274,43 @@ class propagation {
           "forward operator {}: input {} needs an unexpected all_gather on mesh dim {}",
           "forward operator {}: input {} needs an unexpected all_to_all on mesh dim {}",
           "forward operator {}: input {} needs an unexpected local_slice on mesh dim {}",
-          "forward operator {}: input {} needs an unexpected local_partial on mesh dim {}"},
+          "forward operator {}: input {} needs an unexpected local_partial on mesh dim {}",
+          "forward operator {}: input {} needs an unexpected send_recv on mesh dim {}"},
          {"forward operator {}: output {} needs an unexpected all_reduce on mesh dim {}",
           "forward operator {}: output {} needs an unexpected reduce_scatter on mesh dim {}",
           "forward operator {}: output {} needs an unexpected all_gather on mesh dim {}",
           "forward operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
           "forward operator {}: output {} needs an unexpected local_slice on mesh dim {}",
-          "forward operator {}: output {} needs an unexpected local_partial on mesh dim {}"}},
+          "forward operator {}: output {} needs an unexpected local_partial on mesh dim {}",
+          "forward operator {}: output {} needs an unexpected send_recv on mesh dim {}"}},
         {{"backward operator {}: input {} needs an unexpected all_reduce on mesh dim {}",
           "backward operator {}: input {} needs an unexpected reduce_scatter on mesh dim {}",
           "backward operator {}: input {} needs an unexpected all_gather on mesh dim {}",
           "backward operator {}: input {} needs an unexpected all_to_all on mesh dim {}",
           "backward operator {}: input {} needs an unexpected local_slice on mesh dim {}",
-          "backward operator {}: input {} needs an unexpected local_partial on mesh dim {}"},
+          "backward operator {}: input {} needs an unexpected local_partial on mesh dim {}",
+          "backward operator {}: input {} needs an unexpected send_recv on mesh dim {}"},
          {"backward operator {}: output {} needs an unexpected all_reduce on mesh dim {}",
           "backward operator {}: output {} needs an unexpected reduce_scatter on mesh dim {}",
           "backward operator {}: output {} needs an unexpected all_gather on mesh dim {}",
           "backward operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
           "backward operator {}: output {} needs an unexpected local_slice on mesh dim {}",
-          "backward operator {}: output {} needs an unexpected local_partial on mesh dim {}"}},
+          "backward operator {}: output {} needs an unexpected local_partial on mesh dim {}",
+          "backward operator {}: output {} needs an unexpected send_recv on mesh dim {}"}},
         {{"optimizer operator {}: input {} needs an unexpected all_reduce on mesh dim {}",
           "optimizer operator {}: input {} needs an unexpected reduce_scatter on mesh dim {}",
           "optimizer operator {}: input {} needs an unexpected all_gather on mesh dim {}",
           "optimizer operator {}: input {} needs an unexpected all_to_all on mesh dim {}",
           "optimizer operator {}: input {} needs an unexpected local_slice on mesh dim {}",
-          "optimizer operator {}: input {} needs an unexpected local_partial on mesh dim {}"},
+          "optimizer operator {}: input {} needs an unexpected local_partial on mesh dim {}",
+          "optimizer operator {}: input {} needs an unexpected send_recv on mesh dim {}"},
          {"optimizer operator {}: output {} needs an unexpected all_reduce on mesh dim {}",
           "optimizer operator {}: output {} needs an unexpected reduce_scatter on mesh dim {}",
           "optimizer operator {}: output {} needs an unexpected all_gather on mesh dim {}",
           "optimizer operator {}: output {} needs an unexpected all_to_all on mesh dim {}",
           "optimizer operator {}: output {} needs an unexpected local_slice on mesh dim {}",
-          "optimizer operator {}: output {} needs an unexpected local_partial on mesh dim {}"}}};
+          "optimizer operator {}: output {} needs an unexpected local_partial on mesh dim {}",
+          "optimizer operator {}: output {} needs an unexpected send_recv on mesh dim {}"}}};
     return formats[static_cast<int>(ph)][on_output ? 1 : 0][static_cast<int>(c)];
   }
   static constexpr const char* count_format(collective c) {
@@ -306,7 +319,8 @@ class propagation {
                                        "block {} has {} all_gather reshards, {} expected",
                                        "block {} has {} all_to_all reshards, {} expected",
                                        "block {} has {} local_slice reshards, {} expected",
-                                       "block {} has {} local_partial reshards, {} expected"};
+                                       "block {} has {} local_partial reshards, {} expected",
+                                       "block {} has {} send_recv reshards, {} expected"};
     static_assert(sizeof formats / sizeof *formats == collective_count, "one message per collective");
     return formats[static_cast<int>(c)];
   }
@@ -421,6 +435,7 @@ constexpr std::int64_t reshard_bytes(collective c, const tensor_info& t, const t
     case collective::all_gather: return saturating_product(n - 1, local);
     case collective::local_slice:
     case collective::local_partial: return 0;
+    case collective::send_recv: return local;
   }
   return 0;
 }
