@@ -293,4 +293,10 @@ TEST_CASE("cost errors are spmd_errors naming what is wrong") {
               "set shard_optimizer_states_on");
   check_error([&] { (void)model::training_step(p, y, {.state_element_bytes = 0}); }, error_kind::invalid_argument,
               "state_element_bytes is 0");
+  check_error([&] { (void)model::training_step(p, y, {.shard_optimizer_states_on = 0, .shard_optimizer_states_also_on = 7}); },
+              error_kind::invalid_argument, "shard_optimizer_states_also_on is 7: a mesh dim (the mesh has");
+  check_error([&] { (void)model::training_step(p, y, {.shard_optimizer_states_also_on = 0}); }, error_kind::invalid_argument,
+              "shard_optimizer_states_also_on is mesh dim 0, but shard_optimizer_states_on is not set");
+  check_error([&] { (void)model::training_step(p, y, {.shard_optimizer_states_on = 0, .shard_optimizer_states_also_on = 0}); },
+              error_kind::invalid_argument, "the same as shard_optimizer_states_on");
 }

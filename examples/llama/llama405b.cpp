@@ -42,6 +42,13 @@ constexpr model::training_options megatron_recompute{.shard_optimizer_states_on 
                                                      .gradient_element_bytes = 4, .master_weights = true,
                                                      .recompute = model::recompute::full};
 
+// Under context parallelism, ZeRO shards over dp x cp (Megatron's distributed optimizer): one
+// reduce-scatter of each gradient and one all-gather of each updated shard over the 64 devices.
+constexpr model::training_options megatron_recompute_cp{.shard_optimizer_states_on = llama3_405b_128k::dp_dim,
+                                                        .shard_optimizer_states_also_on = llama3_405b_128k::cp_dim,
+                                                        .gradient_element_bytes = 4, .master_weights = true,
+                                                        .recompute = model::recompute::full};
+
 template <model::training_options Options, class M = llama3_405b>
 constexpr auto make_step() {
   return llama::make_step<M::layers, llama::variant::sequence_parallel, Options, M>();
@@ -67,10 +74,20 @@ constexpr auto pipe_recompute =
 static_assert(pipe_recompute.peak_memory() < 80'000'000'000);  // fits an 80 GB H100
 
 // 128K: each layer also gathers keys and values over cp (2 all-gathers more, forward).
-constexpr auto& step_128k = model::plan_of<make_step<megatron_recompute, llama3_405b_128k>>;
-constexpr auto verified_128k = model::verified<make_step<megatron_recompute, llama3_405b_128k>>();
+constexpr auto& step_128k = model::plan_of<make_step<megatron_recompute_cp, llama3_405b_128k>>;
+constexpr auto verified_128k = model::verified<make_step<megatron_recompute_cp, llama3_405b_128k>>();
 static_assert(verified_128k.count_in_block(0, model::phase::forward, model::collective::all_gather) ==
               4 * llama3_405b::layers);
+// The optimizer's collectives over dp or cp span both (mesh dims 1 and 2), none one alone (a
+// norm's gradient, partial over tp too under sequence parallelism, is all-reduced over tp apart).
+static_assert([] {
+  for (std::size_t e = 0; e < verified_128k.reshard_entries(); ++e)
+    if (const auto& s = verified_128k.reshard_at(e); s.phase == model::phase::optimizer &&
+                                                     s.kind != model::collective::local_slice &&
+                                                     (s.group & 0b0110) != 0 && s.group != 0b0110)
+      return false;
+  return verified_128k.count(model::phase::optimizer, model::collective::reduce_scatter) > 0;
+}());
 constexpr auto pipe_128k = model::pipeline(step_128k, verified_128k, pipeline_options);
 // the boundary: a device's 8,192 / 8 positions (cp, then tp) of 16384 bf16 values
 static_assert(pipe_128k.boundary_bytes() == llama3_405b_128k::seq / llama3_405b_128k::cp / llama3_405b::mp * llama3_405b::hidden * 2);

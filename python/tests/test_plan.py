@@ -171,6 +171,14 @@ def layers(count=4, **extra):
     return plan
 
 
+def test_zero_over_a_product_group_is_checked():
+    plan = layers(training={"loss": "out", "shard_optimizer_states_on": "dp", "shard_optimizer_states_also_on": "dp"})
+    with pytest.raises(ctspmd.SpmdError, match="the same as shard_optimizer_states_on"):
+        ctspmd.verify_plan(plan)
+    plan["training"]["shard_optimizer_states_also_on"] = "pp"
+    assert ctspmd.verify_plan(plan)["cost"]["memory"]["optimizer_states"] > 0
+
+
 def test_pipeline_stages():
     report = ctspmd.verify_plan(layers(pipeline={"mesh_dim": "pp", "micro_batches": 4}))
     pipe = report["pipeline"]

@@ -73,9 +73,9 @@ struct forward {
   }
 };
 
-constexpr auto make_step() {
+constexpr auto make_step(const model::training_options& o = {}) {
   const forward f;
-  return model::training_step(f.p, f.loss);
+  return model::training_step(f.p, f.loss, o);
 }
 constexpr auto step = make_step();
 constexpr auto r = model::propagate(step);
@@ -118,5 +118,36 @@ static_assert([] {
     if (r.reshard_at(e).phase == phase::optimizer && r.reshard_at(e).group != 0b011) return false;
   return true;
 }());
+
+// ZeRO over the product group of dp and cp (Megatron's distributed optimizer under context
+// parallelism): each state split over the 4 devices on one dim (dp major), each gradient one
+// reduce-scatter over the group and each updated shard one all-gather back, listed under dp;
+// nothing over cp alone.
+constexpr auto zero_step = make_step({.shard_optimizer_states_on = 0, .shard_optimizer_states_also_on = 1});
+constexpr auto zr = model::propagate(zero_step);
+constexpr auto zc = model::cost(zero_step, zr);
+static_assert(zr.ok());
+static_assert(zc.collectives(phase::optimizer, collective::reduce_scatter, 0).count == 5 * layers);
+static_assert(zc.collectives(phase::optimizer, collective::reduce_scatter, 0).bytes == layers * layer_weights * 3 / 4);
+static_assert(zc.collectives(phase::optimizer, collective::all_gather, 0).count == 5 * layers);
+static_assert(zc.collectives(phase::optimizer, collective::all_gather, 0).bytes == layers * layer_weights / 4 * 3);
+static_assert(zc.collectives(phase::optimizer, collective::all_reduce).count == 0);
+static_assert(zc.collectives(phase::optimizer, collective::reduce_scatter, 1).count == 0);
+static_assert(zc.collectives(phase::optimizer, collective::all_gather, 1).count == 0);
+// the moments (fp32): a quarter of each weight's device part, two of them
+static_assert(zc.memory().optimizer_states == layers * layer_weights / 2 / 4 * 4 * 2);
+static_assert([] {
+  for (std::size_t e = 0; e < zr.reshard_entries(); ++e) {
+    const auto& s = zr.reshard_at(e);
+    if (s.phase == phase::optimizer && s.kind != collective::local_slice && s.group != 0b011) return false;
+  }
+  return true;
+}());
+// ZeRO-3: the parameters gathered over the group before forward and for backward
+constexpr auto zero3 = make_step({.shard_optimizer_states_on = 0, .shard_optimizer_states_also_on = 1, .zero_stage = 3});
+constexpr auto z3 = model::cost(zero3, model::propagate(zero3));
+static_assert(z3.collectives(phase::forward, collective::all_gather, 0).count == 5 * layers);
+static_assert(z3.collectives(phase::forward, collective::all_gather, 0).bytes == layers * layer_weights / 4 * 3);
+static_assert(z3.memory().parameters == layers * layer_weights / 4);
 
 }  // namespace

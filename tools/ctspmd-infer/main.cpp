@@ -84,7 +84,8 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
   BLOCK: {"count": 4, "source": "x0", "input": "x", "tensors": [...], "operators": [...], "output": "x2"}
          runs count times: "input" names, in the body, the source (first run) or the previous run's
          output; "output" (a body tensor) keeps its name after the block. Body names hide outer ones.
-  TRAINING: {"loss": "loss", "shard_optimizer_states_on": "dp" (or a mesh dim), "zero_stage": 1..3,
+  TRAINING: {"loss": "loss", "shard_optimizer_states_on": "dp" (or a mesh dim),
+             "shard_optimizer_states_also_on": "cp" (ZeRO over the product group dp x cp), "zero_stage": 1..3,
              "state_element_bytes": 4, "gradient_element_bytes": 4, "master_weights": false,
              "recompute": "none" | "selective" | "full", "keep_gathered_inputs": false}
   CLUSTER: {"links": [{"bandwidth": 5e10, "latency": 1e-5}, ...one per mesh dim], "peak_flops": 9.894e14,
@@ -98,7 +99,7 @@ Plan response:
    "reshards": [{"op": 2, "name": "fc2", "rule": "matmul", "input": 0 (or "output": 0), "tensor": 4,
                  "tensor_name": "y", "mesh_dim": 1, "collective": "all_reduce", "bytes": 24576 (per device,
                  one occurrence; -1 if a size is unknown), "times": 1, "block": -1, "phase": "forward",
-                 "from": ATTR, "to": ATTR, and for an all-reduce over several mesh dims at once
+                 "from": ATTR, "to": ATTR, and for a collective over several mesh dims at once
                  "mesh_dims": [0, 1] ("mesh_dim" the first)}, ...],
    "totals": {"forward": {"all_reduce": {"count": 1, "bytes": 24576}}, ...},
    "cost": {"memory": {"parameters", "gradients", "optimizer_states", "activations", "peak", "peak_op",

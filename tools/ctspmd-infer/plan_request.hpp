@@ -128,7 +128,7 @@ json report_json(const Plan& p, const Propagation& r, const ctspmd::named_mesh& 
                         {"phase", model::to_string(s.phase)},
                         {"from", attr_json(s.from, mesh, form)},
                         {"to", attr_json(s.to, mesh, form)}});
-    if ((s.group & (s.group - 1)) != 0) {  // an all-reduce over a product group: its mesh dims
+    if ((s.group & (s.group - 1)) != 0) {  // a collective over a product group: its mesh dims
       json group = json::array();
       for (std::int64_t m = 0; m < mesh.ndim(); ++m)
         if (((s.group >> m) & 1) != 0) group.push_back(m);
@@ -375,12 +375,15 @@ class plan_reader {
     tensor_id loss;
     at("training", [&] {
       check_fields(v, "\"training\"",
-                   {"loss", "shard_optimizer_states_on", "zero_stage", "state_element_bytes", "gradient_element_bytes",
+                   {"loss", "shard_optimizer_states_on", "shard_optimizer_states_also_on", "zero_stage", "state_element_bytes", "gradient_element_bytes",
                     "master_weights", "recompute", "keep_gathered_inputs"});
       if (!v.contains("loss")) bad_request("\"training\" needs \"loss\", the loss tensor");
       loss = resolve(v.at("loss"), "training.loss");
       if (v.contains("shard_optimizer_states_on"))
         o.shard_optimizer_states_on = mesh_dim(v.at("shard_optimizer_states_on"), "training.shard_optimizer_states_on");
+      if (v.contains("shard_optimizer_states_also_on"))
+        o.shard_optimizer_states_also_on =
+            mesh_dim(v.at("shard_optimizer_states_also_on"), "training.shard_optimizer_states_also_on");
       if (v.contains("zero_stage")) o.zero_stage = to_int(v.at("zero_stage"), "training.zero_stage");
       if (v.contains("state_element_bytes"))
         o.state_element_bytes = to_int(v.at("state_element_bytes"), "training.state_element_bytes");

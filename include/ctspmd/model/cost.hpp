@@ -751,13 +751,21 @@ class coster {
       // the parameter gathered from its shard before forward and again for backward
       const auto moment = op.inputs[3];
       const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
-      const auto dp = options_.shard_optimizer_states_on;
-      if (!r_.attr({moment}).shards(dp)) return;
-      const std::int64_t n = p_.mesh().dim_size(dp);
-      const std::int64_t bytes = saturating_product(
-          n - 1, saturating_product(local_elements(param, r_.attr({moment})), p_.tensor_at(param).element_bytes));
-      add(i, phase::forward, collective::all_gather, dp, runs(i), bytes);
-      add(i, phase::backward, collective::all_gather, dp, runs(i), bytes);
+      // over the ZeRO group: the mesh dims the state splits and the parameter does not
+      const auto &state = r_.attr({moment}), &whole = r_.attr({param});
+      std::uint32_t group = 0;
+      std::int64_t first = -1;
+      for (std::int64_t m = p_.mesh().ndim(); m-- > 0;)
+        if (state.shards(m) && !whole.shards(m)) {
+          group |= std::uint32_t{1} << m;
+          first = m;
+        }
+      if (group == 0) return;
+      const std::int64_t n = group_size(p_.mesh(), group);
+      const std::int64_t bytes =
+          saturating_product(n - 1, saturating_product(local_elements(param, state), p_.tensor_at(param).element_bytes));
+      add(i, phase::forward, collective::all_gather, first, runs(i), bytes);
+      add(i, phase::backward, collective::all_gather, first, runs(i), bytes);
     }
   }
 

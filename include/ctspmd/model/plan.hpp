@@ -197,6 +197,11 @@ struct training_options {
   /// The data-parallel mesh dim over which ZeRO shards (optimizer states; with `zero_stage` 2 the
   /// gradients, with 3 the parameters too), or -1: states laid out as their parameters.
   std::int64_t shard_optimizer_states_on = -1;
+  /// A second mesh dim ZeRO shards over with `shard_optimizer_states_on`, or -1: the states are
+  /// then split over the product group of both (context parallelism's cp with dp, as Megatron's
+  /// distributed optimizer does), each gradient reduce-scattered and each updated shard gathered
+  /// over it in one collective.
+  std::int64_t shard_optimizer_states_also_on = -1;
   /// ZeRO's stage, 1 to 3, with `shard_optimizer_states_on` (0: 1 when sharding, else none).
   std::int64_t zero_stage = 0;
   /// The element size of the optimizer's moments.

@@ -23,7 +23,9 @@
 /// unknown until run time (-1) give -1 bytes. A tensor partial (with one reduce type) over
 /// several mesh dims that it needs replicated on them is one all-reduce over their product group
 /// (n the product of their sizes: a gradient reduced over dp and cp at once), listed under the
-/// first of them with `group` the set of them all.
+/// first of them with `group` the set of them all; so is one it needs split on one tensor dim
+/// over them (a co-shard) one reduce-scatter, and one split on one tensor dim over several mesh
+/// dims that it needs replicated on them one all-gather (ZeRO's shard over dp x cp).
 
 #include <array>
 #include <cstddef>
@@ -77,7 +79,8 @@ struct reshard {
   collective kind{};
   std::int64_t bytes = 0;      ///< bytes each device sends, per occurrence; -1 if unknown
   /// The mesh dims the collective spans, a bit each (bit m: mesh dim m): `mesh_dim`'s alone, or
-  /// an all-reduce's product group (see the file comment).
+  /// a product group's (an all-reduce, reduce-scatter or all-gather over several: see the file
+  /// comment).
   std::uint32_t group = 0;
   std::size_t times = 1;       ///< occurrences (runs of its block)
   std::int64_t block = -1;     ///< the block it is in, or -1 (a block's backward pass counts as the block)
@@ -417,6 +420,32 @@ constexpr collective classify(mesh_dim_state from, mesh_dim_state to) {
   if (from.kind == s::shard) return to.kind == s::shard ? collective::all_to_all : collective::all_gather;
   return to.kind == s::shard ? collective::local_slice : collective::local_partial;
 }
+/// The mesh dims one collective of `kind` on mesh dim m takes with m (bits, m's included): with
+/// an all-reduce, the later mesh dims partial alike that are needed replicated; with a
+/// reduce-scatter, those partial alike needed split on the same tensor dim (a co-shard); with an
+/// all-gather, those splitting the same tensor dim that are needed as m is. One collective over
+/// their product group (see the file comment).
+constexpr std::uint32_t product_group(const tensor_dist_attr& from, const tensor_dist_attr& to, std::int64_t m,
+                                      collective kind) {
+  std::uint32_t group = std::uint32_t{1} << m;
+  if (kind != collective::all_reduce && kind != collective::reduce_scatter && kind != collective::all_gather) return group;
+  const auto a = state_on(from, m), b = state_on(to, m);
+  for (std::int64_t k = m + 1; k < from.process_mesh().ndim(); ++k) {
+    const auto ak = state_on(from, k), bk = state_on(to, k);
+    if (ak == bk || classify(ak, bk) != kind) continue;
+    const bool alike = kind == collective::all_gather ? ak.value == a.value && bk == b
+                                                      : ak == a && (kind == collective::all_reduce || bk.value == b.value);
+    if (alike) group |= std::uint32_t{1} << k;
+  }
+  return group;
+}
+/// The devices of a product group: the product of its mesh dims' sizes.
+constexpr std::int64_t group_size(const process_mesh& mesh, std::uint32_t group) {
+  std::int64_t n = 1;
+  for (std::int64_t k = 0; k < mesh.ndim(); ++k)
+    if (((group >> k) & 1) != 0) n *= mesh.dim_size(k);
+  return n;
+}
 /// Bytes each device sends (see the file comment), over a group of `n` devices.
 constexpr std::int64_t reshard_bytes(collective c, const tensor_info& t, const tensor_dist_attr& from, std::int64_t n) {
   std::int64_t local = t.element_bytes;
@@ -643,16 +672,8 @@ class propagator {
       const auto a = state_on(from, m), b = state_on(to, m);
       if (a == b || ((grouped >> m) & 1) != 0) continue;
       const auto kind = classify(a, b);
-      std::uint32_t group = std::uint32_t{1} << m;
-      std::int64_t n = mesh.dim_size(m);
-      if (kind == collective::all_reduce)  // the later mesh dims reduced alike: one product group
-        for (std::int64_t k = m + 1; k < mesh.ndim(); ++k) {
-          const auto ak = state_on(from, k);
-          if (ak == a && classify(ak, state_on(to, k)) == collective::all_reduce) {
-            group |= std::uint32_t{1} << k;
-            n *= mesh.dim_size(k);
-          }
-        }
+      const std::uint32_t group = product_group(from, to, m, kind);
+      const std::int64_t n = group_size(mesh, group);
       grouped |= group;
       const std::int64_t number =
           block < 0 ? -1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block)).number(static_cast<size_t>(block)));

@@ -451,13 +451,9 @@ class layout_search {
       const auto a = state_on(from, m), b = state_on(to, m);
       if (a == b || ((grouped >> m) & 1) != 0) continue;
       const auto kind = classify(a, b);
-      std::int64_t n = mesh.dim_size(m);
-      if (kind == collective::all_reduce)
-        for (std::int64_t k = m + 1; k < mesh.ndim(); ++k)
-          if (state_on(from, k) == a && classify(a, state_on(to, k)) == collective::all_reduce) {
-            grouped |= std::uint32_t{1} << k;
-            n *= mesh.dim_size(k);
-          }
+      const std::uint32_t group = product_group(from, to, m, kind);
+      const std::int64_t n = group_size(mesh, group);
+      grouped |= group;
       if (kind == collective::local_slice || kind == collective::local_partial) continue;
       s += 2 * seconds(m, static_cast<double>(reshard_bytes(kind, p_.tensor_at(t), from, n)));  // and backward's mirror
     }

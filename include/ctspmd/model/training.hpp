@@ -29,7 +29,9 @@
 ///   synchronisation is what the rules then require: a gradient partial over the data-parallel
 ///   mesh dim is all-reduced before the update; with `shard_optimizer_states_on = m` (ZeRO), the
 ///   moments are sharded on mesh dim m, so the gradient is reduce-scattered to each device's shard
-///   and the updated shard all-gathered back to the parameter's layout. The moments are sharded
+///   and the updated shard all-gathered back to the parameter's layout (with
+///   `shard_optimizer_states_also_on`, over the product group of two mesh dims, dp x cp: one
+///   reduce-scatter and one all-gather each). The moments are sharded
 ///   on the parameter's first dim not sharded by its annotation whose size m divides; else
 ///   co-sharded (m minor) on its first dim whose shard m divides, else on its first dim of at least
 ///   m's size, unevenly: every parameter's state is sharded, as frameworks shard one flat buffer.
@@ -164,6 +166,16 @@ class step_builder {
                        "shard_optimizer_states_on is mesh dim {}, but the mesh has {} dims", o.shard_optimizer_states_on,
                        f_.mesh_.ndim()));
     if (o.shard_optimizer_states_on < -1) bad("shard_optimizer_states_on is {}: a mesh dim, or -1", o.shard_optimizer_states_on);
+    if (o.shard_optimizer_states_also_on >= f_.mesh_.ndim() || o.shard_optimizer_states_also_on < -1)
+      raise(make_error(error_kind::invalid_argument, "training_step",
+                       "shard_optimizer_states_also_on is {}: a mesh dim (the mesh has {} dims), or -1", o.shard_optimizer_states_also_on,
+                       f_.mesh_.ndim()));
+    if (o.shard_optimizer_states_also_on >= 0 && o.shard_optimizer_states_on < 0)
+      bad("shard_optimizer_states_also_on is mesh dim {}, but shard_optimizer_states_on is not set",
+          o.shard_optimizer_states_also_on);
+    if (o.shard_optimizer_states_also_on >= 0 && o.shard_optimizer_states_also_on == o.shard_optimizer_states_on)
+      bad("shard_optimizer_states_also_on is mesh dim {}, the same as shard_optimizer_states_on",
+          o.shard_optimizer_states_also_on);
     if (o.zero_stage < 0 || o.zero_stage > 3) bad("zero_stage is {}: ZeRO's stages are 1, 2 and 3", o.zero_stage);
     if (o.zero_stage > 0 && o.shard_optimizer_states_on < 0)
       bad("zero_stage {} shards over a data-parallel mesh dim: set shard_optimizer_states_on", o.zero_stage);
@@ -437,14 +449,20 @@ class step_builder {
   /// parameter's first dim its annotation leaves free whose size m divides; else co-sharded on its
   /// first dim whose shard m divides (m minor: frameworks shard a flat buffer, so every
   /// parameter's state is sharded); else on its first dim of at least m's size, unevenly. A
-  /// parameter smaller than m keeps its own layout, as does one already sharded over m.
+  /// parameter smaller than m keeps its own layout, as does one already sharded over m. With
+  /// `shard_optimizer_states_also_on`, m is the product group of both mesh dims (those of them
+  /// the parameter does not shard already), split on one tensor dim, the first mesh dim major.
   constexpr tensor_info state_of(size_t t) const {
     const tensor_info& param = p_.tensors_[t];
     tensor_info state{param.name, param.shape, options_.state_element_bytes, false, {}, -1, false,
                       tensor_role::optimizer_state, static_cast<std::int64_t>(t)};
-    const std::int64_t m = options_.shard_optimizer_states_on;
-    if (m < 0 || (param.annotated && param.annotation.shards(m))) return state;
-    const std::int64_t n = p_.mesh_.dim_size(m);
+    // The mesh dims of the ZeRO group the parameter's annotation leaves free, and their devices.
+    static_vector<std::int64_t, 2> group;
+    for (auto m : {options_.shard_optimizer_states_on, options_.shard_optimizer_states_also_on})
+      if (m >= 0 && !(param.annotated && param.annotation.shards(m))) group.push_back(m);
+    if (group.empty()) return state;
+    std::int64_t n = 1;
+    for (auto m : group) n *= p_.mesh_.dim_size(m);
     multi_dims_mapping mapping =
         param.annotated ? param.annotation.multi_dims_mapping() : multi_dims_mapping(param.shape.size(), mesh_dims{});
     const auto shard = [&](size_t d) {
@@ -460,7 +478,7 @@ class step_builder {
     for (size_t k = 0; k < param.shape.size() && d == param.shape.size(); ++k)
       if (shard(k) >= n) d = k;
     if (d == param.shape.size()) return state;
-    mapping[d].push_back(m);
+    for (auto m : group) mapping[d].push_back(m);
     state.annotated = true;
     state.annotation = tensor_dist_attr(p_.mesh_, mapping);
     return state;
