@@ -299,6 +299,15 @@ TEST_CASE("search: bad input is an spmd_error naming it") {
   check_error([&] { model::search(*p, loss, slow_fast(), {.max_states = 1000}); }, error_kind::invalid_argument,
               "max_states is 1000");
   check_error([&] { model::search(*p, loss, slow_fast(), {.keep = 16}); }, error_kind::invalid_argument, "keep is 16");
+  check_error([&] { model::search(*p, loss, slow_fast(), {.zero_dim = 2}); }, error_kind::invalid_argument,
+              "zero_dim is 2");
+  // ZeRO over a product group in `training`, and zero_dim the second of its dims: the stages tried
+  // over zero_dim alone drop the pair (before, a state "also on" its own dim raised mid-search).
+  const auto paired = model::search(
+      *p, loss, slow_fast(),
+      {.training = {.shard_optimizer_states_on = 0, .shard_optimizer_states_also_on = 1}, .zero_dim = 1});
+  REQUIRE(paired.ok());
+  CHECK(paired.best().training.shard_optimizer_states_on >= 0);
   model::cluster no_flops = slow_fast();
   no_flops.peak_flops = 0;
   check_error([&] { model::search(*p, loss, no_flops); }, error_kind::invalid_argument, "peak FLOP/s");

@@ -228,13 +228,18 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
   const auto share = [&](std::int64_t total, std::int64_t n) {  // a saturated total stays saturated
     return total == std::numeric_limits<std::int64_t>::max() ? total : total / layers * n;
   };
-  // floor(total × l / layers) for 0 <= l <= layers, without overflow (a saturated total stays)
+  // floor(total × l / layers) for 0 <= l <= layers, without overflow
   const auto up_to = [&](std::int64_t total, std::int64_t upto) -> std::int64_t {
-    if (upto == layers || total == std::numeric_limits<std::int64_t>::max()) return upto == 0 ? 0 : total;
+    if (upto == layers) return total;
     const std::int64_t q = total / layers, rest = total % layers;
     if (rest == 0 || upto <= std::numeric_limits<std::int64_t>::max() / rest) return q * upto + rest * upto / layers;
     const double x = static_cast<double>(rest) * (static_cast<double>(upto) / static_cast<double>(layers));
     return q * upto + (x < static_cast<double>(rest) ? static_cast<std::int64_t>(x) : rest - 1);
+  };
+  // The part of `total` in layers [from, to): a saturated total stays saturated on each stage
+  const auto between = [&](std::int64_t total, std::int64_t from, std::int64_t to) -> std::int64_t {
+    if (total == std::numeric_limits<std::int64_t>::max()) return to > from ? total : 0;
+    return up_to(total, to) - up_to(total, from);
   };
   const auto sum3 = [](std::int64_t a, std::int64_t b, std::int64_t d) {
     return detail::saturating_sum(detail::saturating_sum(a, b), d);
@@ -276,9 +281,9 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
         // and bytes add up to the block's (a reshard of one run only, such as the first run's
         // entry, is spread over the layers like the rest, its count in whole collectives).
         const auto count = static_cast<std::int64_t>(in.count);
-        e.count += static_cast<std::size_t>(up_to(count, done + n) - up_to(count, done)) + (head ? first_part.count : 0) +
+        e.count += static_cast<std::size_t>(between(count, done, done + n)) + (head ? first_part.count : 0) +
                    (tail ? last_part.count : 0);
-        e.bytes = sum3(e.bytes, up_to(in.bytes, done + n) - up_to(in.bytes, done),
+        e.bytes = sum3(e.bytes, between(in.bytes, done, done + n),
                        detail::saturating_sum(head ? first_part.bytes : 0, tail ? last_part.bytes : 0));
         e.seconds += in.seconds / static_cast<double>(layers) * static_cast<double>(n) + (head ? first_part.seconds : 0.0) +
                      (tail ? last_part.seconds : 0.0);

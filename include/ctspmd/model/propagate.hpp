@@ -439,11 +439,11 @@ constexpr std::uint32_t product_group(const tensor_dist_attr& from, const tensor
   }
   return group;
 }
-/// The devices of a product group: the product of its mesh dims' sizes.
+/// The devices of a product group: the product of its mesh dims' sizes (saturating).
 constexpr std::int64_t group_size(const process_mesh& mesh, std::uint32_t group) {
   std::int64_t n = 1;
   for (std::int64_t k = 0; k < mesh.ndim(); ++k)
-    if (((group >> k) & 1) != 0) n *= mesh.dim_size(k);
+    if (((group >> k) & 1) != 0) n = saturating_product(n, mesh.dim_size(k));
   return n;
 }
 /// Bytes each device sends (see the file comment), over a group of `n` devices.

@@ -250,6 +250,9 @@ class layout_search {
       raise(make_error(error_kind::invalid_argument, "search",
                        "memory_limit is {}: it must be positive (or 0: no limit)", o.memory_limit));
     if (!(c.peak_flops > 0)) raise(make_error(error_kind::invalid_argument, "search", "the cluster's peak FLOP/s must be positive"));
+    if (o.zero_dim < -1 || o.zero_dim >= p.mesh().ndim())
+      raise(make_error(error_kind::invalid_argument, "search", "zero_dim is {}: a mesh dim (the mesh has {} dims), or -1",
+                       o.zero_dim, p.mesh().ndim()));
     for (auto& v : input_of_) v = 0xffff;
     for (std::size_t t = 0; t < p.tensor_count(); ++t) {
       const auto& info = p.tensor_at(t);
@@ -771,7 +774,11 @@ constexpr static_vector<training_options, 12> option_sets(const search_options& 
       training_options t = o.training;
       t.shard_optimizer_states_on = o.zero_dim;
       t.zero_stage = stage;
-      if (!(t.stage() == o.training.stage() && t.shard_optimizer_states_on == o.training.shard_optimizer_states_on))
+      // a second dim is kept only with the dim it pairs with, and never the same dim twice
+      if (o.training.shard_optimizer_states_on != o.zero_dim || t.shard_optimizer_states_also_on == o.zero_dim)
+        t.shard_optimizer_states_also_on = -1;
+      if (!(t.stage() == o.training.stage() && t.shard_optimizer_states_on == o.training.shard_optimizer_states_on &&
+            t.shard_optimizer_states_also_on == o.training.shard_optimizer_states_also_on))
         zero.push_back(t);
     }
   for (const auto& z : zero) {
