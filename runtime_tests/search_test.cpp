@@ -165,6 +165,20 @@ TEST_CASE("search: an unannotated Llama-3-8B layer gets Megatron's column/row sp
   CHECK(best.step_seconds() < found.greedy.step_seconds());
 }
 
+TEST_CASE("search: one Llama-3-8B layer, as static_tests/model/search_llama_test.cpp finds it at compile time") {
+  const llama_layer m(1);
+  const auto found = model::search(*m.p, m.out, model::h100_cluster(dp_mp));
+  const auto& best = found.best();
+  CHECK(found.evaluations == 17);
+  CHECK(best.layout(m.x) == tensor_dist_attr(dp_mp, {1, -1, -1}));  // the batch over mp (NVLink)
+  for (auto name : {"wq", "wk", "wv", "w_gate", "w_up"})
+    CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {-1, 0}), name);  // column parallel over dp
+  for (auto name : {"wo", "w_down"}) CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {0, -1}), name);
+  CHECK(best.step_seconds() > 0.012);
+  CHECK(best.step_seconds() < 0.013);
+  CHECK(found.greedy.step_seconds() > 2.5 * best.step_seconds());
+}
+
 TEST_CASE("search: under a memory limit tensor parallelism alone cannot meet, the Llama-3-8B step takes ZeRO or recomputation") {
   constexpr std::size_t layers = 32;
   const llama_layer m(layers);

@@ -34,6 +34,12 @@
 ///    and each parameter's gradient all-reduced over the mesh dims on which another input of
 ///    its operator is split but it is not (data parallelism). `max_states` bounds the states
 ///    after each operator (the cheapest are kept); exact while the distinct live layouts fit.
+///    What makes it fast: a state holds its layouts as indices into a table of the distinct
+///    layouts met (a few dozen), so states are small to copy and compare; an operator's rule runs
+///    once per distinct layouts of its operands (memoised: states that differ elsewhere share
+///    them); the states with the same live layouts form a group, so merging looks at a few
+///    groups, not every state; and branch and bound: once `candidates` full assignments are
+///    known, a state no cheaper than the dearest of them is dropped (an estimate only grows).
 /// 2. **Exact evaluation**: the `candidates` cheapest assignments, and the greedy one (below),
 ///    are applied to the plan, their training steps built, propagated and costed (`cost`), under
 ///    each plan-level option tried; those whose peak memory exceeds `memory_limit` are dropped,
@@ -58,8 +64,10 @@
 ///
 /// Compile time: `search` is one constant expression; `model::searched<make_problem>()` spreads
 /// the same search over constant expressions (the dynamic programming in parts of
-/// `detail::search_branches_per_part` branches, each exact evaluation in one of its own), so that
-/// a larger plan stays within the compilers' default limits.
+/// `detail::search_work_per_part` units of work; each exact evaluation built, propagated and
+/// costed in parts as `training_step_of`, `verified` and `verified_cost` do), so that a larger
+/// plan stays within the compilers' default limits. A Llama-3-8B decoder layer's search
+/// (static_tests/model/search_llama_test.cpp) compiles in some 15 s (bench/README.md).
 
 #include <array>
 #include <cstddef>
@@ -203,19 +211,23 @@ constexpr std::size_t candidate_codes(const process_mesh& mesh, const tensor_sha
   return n;
 }
 
-/// A tensor's layout in a search state.
+/// A tensor's layout in a search state: its index in the search's table of layouts (each
+/// distinct layout stored once, so that states are small to copy and compare).
 struct live_layout {
   std::uint16_t tensor = 0;
-  tensor_dist_attr attr{};
+  std::uint16_t layout = 0;
   friend constexpr bool operator==(const live_layout&, const live_layout&) = default;
 };
 inline constexpr std::size_t max_live = 32;
+/// The most distinct layouts one search meets (its table's capacity).
+inline constexpr std::size_t max_search_layouts = 256;
 
 struct search_state {
   static_vector<live_layout, max_live> live{};     ///< by tensor index
   std::array<std::uint16_t, max_search_inputs> code{};  ///< per search input its candidate, or 0xffff
   double estimate = 0;
-  std::uint64_t key = 0;  ///< a hash of `live`
+  std::uint64_t key = 0;    ///< a hash of `live`
+  std::uint8_t group = 0;  ///< (in the search's next list: its group of states with the same `live`)
 };
 
 /// The layouts the dynamic programming passes to exact evaluation.
@@ -235,6 +247,10 @@ struct search_candidates {
 template <std::size_t T, std::size_t O>
 class layout_search {
  public:
+  /// The work `resume` counts: a branch whose operator's outcome is known (memoised) is one unit;
+  /// one that runs the operator's rule costs this many more.
+  static constexpr std::size_t rule_run_work = 15;
+
   constexpr layout_search(const plan<T, O>& p, const cluster& c, const search_options& o)
       : p_(p), c_(c), o_(o) {
     if (o.candidates == 0 || o.candidates > max_search_candidates)
@@ -253,7 +269,8 @@ class layout_search {
     if (o.zero_dim < -1 || o.zero_dim >= p.mesh().ndim())
       raise(make_error(error_kind::invalid_argument, "search", "zero_dim is {}: a mesh dim (the mesh has {} dims), or -1",
                        o.zero_dim, p.mesh().ndim()));
-    for (auto& v : input_of_) v = 0xffff;
+    for (auto& v : input_of_) v = none;
+    for (auto& v : slot_) v = none;
     for (std::size_t t = 0; t < p.tensor_count(); ++t) {
       const auto& info = p.tensor_at(t);
       // A plan input, or the output of an `assign` (a reshard point: Paddle's `dist.reshard`).
@@ -283,7 +300,8 @@ class layout_search {
     if (step_count_ == 0) raise(make_error(error_kind::invalid_argument, "search", "the plan has no operators"));
     begin_phase(0);
   }
-  /// Runs about `budget` branches (an operator run on a state with some inputs' layouts chosen).
+  /// Runs about `budget` units of work (see `rule_run_work`): branches, each an operator run on
+  /// a state with some inputs' layouts chosen.
   constexpr void resume(std::size_t budget) {
     while (budget > 0 && phase_ < 2) {
       if (at_ == lists_[cur_].size()) {
@@ -291,8 +309,8 @@ class layout_search {
         continue;
       }
       if (branch_ == 0) begin_state();
-      run_branch(branch_);
-      --budget;
+      const std::size_t work = run_branch(branch_);
+      budget -= work < budget ? work : budget;
       if (++branch_ == branches_) {
         branch_ = 0;
         ++at_;
@@ -323,6 +341,8 @@ class layout_search {
     info.outputs.clear();
     return info;
   }
+  /// No layout (an index into `layouts_`), no search input, an undecided code.
+  static constexpr std::uint16_t none = 0xffff;
 
   // One step of the schedule: operator `op` run `weight` times, after `bind` when it is set: a
   // block's input `bind_to` takes tensor `bind_from`'s layout (or, when that is an undecided plan
@@ -339,6 +359,23 @@ class layout_search {
   };
   /// In a state's `live`: the layout a block's input took, while the block runs.
   static constexpr std::uint16_t entry_layout = 0xffff;
+
+  // What running a step's operator on some layouts of its operands gives, memoised (states that
+  // differ elsewhere read the same layouts): the key is the step, its inputs' layouts and its
+  // outputs' pins (an annotated output's, or a reshard point's chosen here; `none`: free).
+  struct outcome {
+    std::uint16_t step = none;
+    static_vector<std::uint16_t, 2 * max_operands> key{};
+    bool ran = false;  ///< the rule accepts the layouts
+    double cost = 0;   ///< what it adds to the estimate
+    static_vector<std::uint16_t, max_operands> out{};  ///< its outputs' layouts
+  };
+  static constexpr size_t memo_size = 256;
+  // A candidate layout of a tensor, memoised: `layout` is `none` for a code that breaks a rule.
+  struct candidate {
+    std::uint16_t tensor = none, code = 0, layout = none;
+  };
+  static constexpr size_t candidate_memo_size = 256;
 
   constexpr void schedule() {
     for (size_t k = 0; k < p_.op_count(); ++k)
@@ -363,7 +400,7 @@ class layout_search {
       if (blk->count > 1) {
         steps_[step_count_ - 1].closes = static_cast<std::int64_t>(blk->output.index);
         const auto from = blk->source.index;
-        if (looped_ < 0 && input_of_[from] != 0xffff && !read_by_op_[from])
+        if (looped_ < 0 && input_of_[from] != none && !read_by_op_[from])
           looped_ = static_cast<std::int64_t>(step_count_ - (blk->end_op - blk->first_op));
       }
       i = blk->end_op;
@@ -405,23 +442,57 @@ class layout_search {
     steps_[step_count_++] = s;
   }
 
-  static constexpr const tensor_dist_attr* find(const search_state& s, size_t t) {
-    for (const auto& l : s.live)
-      if (l.tensor == t) return &l.attr;
-    return nullptr;
+  // ---- the table of layouts: each distinct layout once, found by hash (open addressing) ----
+  constexpr std::uint64_t hash(const tensor_dist_attr& a) const {
+    std::uint64_t h = 1469598103934665603ull ^ a.rank();
+    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m) {
+      const auto st = state_on(a, m);
+      h = (h ^ static_cast<std::uint64_t>(st.kind * 64 + st.value * 4 + st.order)) * 1099511628211ull;
+    }
+    return h;
   }
-  static constexpr void put(search_state& s, size_t t, const tensor_dist_attr& a) {  // `a` not in `s`
+  /// The index of layout `a` in the table, added if new.
+  constexpr std::uint16_t intern(const tensor_dist_attr& a) {
+    size_t at = static_cast<size_t>(hash(a) % slot_.size());
+    for (; slot_[at] != none; at = (at + 1) % slot_.size())
+      if (layouts_[slot_[at]] == a) return slot_[at];
+    if (layout_count_ == max_search_layouts)
+      raise(make_error(error_kind::invalid_argument, "search",
+                       "more than {} distinct layouts met: annotate some inputs, or search without co_shard",
+                       max_search_layouts));
+    layouts_[layout_count_] = a;
+    slot_[at] = static_cast<std::uint16_t>(layout_count_);
+    return static_cast<std::uint16_t>(layout_count_++);
+  }
+  /// Candidate `code` of tensor t's layout, or `none` if it breaks a rule.
+  constexpr std::uint16_t candidate_of(size_t t, size_t code) {
+    auto& c = candidates_[(t * 31 + code) % candidate_memo_size];
+    if (c.tensor != t || c.code != code) {
+      tensor_dist_attr a;
+      c = {static_cast<std::uint16_t>(t), static_cast<std::uint16_t>(code),
+           candidate_layout(p_.mesh(), p_.tensor_at(t).shape, code, a, o_.co_shard) ? intern(a) : none};
+    }
+    return c.layout;
+  }
+
+  // ---- a state's live layouts, by tensor index ----
+  static constexpr std::uint16_t find(const search_state& s, size_t t) {
+    for (const auto& l : s.live)
+      if (l.tensor == t) return l.layout;
+    return none;
+  }
+  static constexpr void put(search_state& s, size_t t, std::uint16_t layout) {
     size_t k = 0;
     while (k < s.live.size() && s.live[k].tensor < t) ++k;
     if (k < s.live.size() && s.live[k].tensor == t) {
-      s.live[k].attr = a;
+      s.live[k].layout = layout;
       return;
     }
     if (s.live.size() == max_live)
       raise(make_error(error_kind::invalid_argument, "search", "more than {} tensors live at once", max_live));
     s.live.push_back({});
     for (size_t j = s.live.size() - 1; j > k; --j) s.live[j] = s.live[j - 1];
-    s.live[k] = {static_cast<std::uint16_t>(t), a};
+    s.live[k] = {static_cast<std::uint16_t>(t), layout};
   }
   static constexpr void drop(search_state& s, size_t t) {
     size_t k = 0;
@@ -430,16 +501,9 @@ class layout_search {
     for (; k + 1 < s.live.size(); ++k) s.live[k] = s.live[k + 1];
     s.live.pop_back();
   }
-  constexpr std::uint64_t hash(const search_state& s) const {
+  static constexpr std::uint64_t hash(const search_state& s) {
     std::uint64_t h = 1469598103934665603ull;
-    const auto mix = [&h](std::int64_t v) { h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull; };
-    for (const auto& l : s.live) {
-      mix(l.tensor);
-      for (std::int64_t m = 0; m < p_.mesh().ndim(); ++m) {
-        const auto st = state_on(l.attr, m);
-        mix(st.kind * 64 + st.value * 4 + st.order);
-      }
-    }
+    for (const auto& l : s.live) h = (h ^ (std::uint64_t{l.tensor} << 16 | l.layout)) * 1099511628211ull;
     return h;
   }
 
@@ -520,9 +584,10 @@ class layout_search {
     cur_ = 0;
     lists_[0].clear();
     search_state start;
-    for (auto& c : start.code) c = 0xffff;
+    for (auto& c : start.code) c = none;
     lists_[0].push_back(start);
     lists_[1].clear();
+    groups_.clear();
   }
   constexpr void finish_step() {
     auto& next = lists_[1 - cur_];
@@ -535,6 +600,7 @@ class layout_search {
       return;
     }
     lists_[cur_].clear();
+    groups_.clear();
     cur_ = 1 - cur_;
     at_ = 0;
     branch_ = 0;
@@ -568,7 +634,7 @@ class layout_search {
   // layout chosen for the block's input (no reshard), not a branch of its own.
   constexpr bool follows_entry(const search_state& st, const step& stp) const {
     const auto i = input_of_[stp.bind_from];
-    return i != 0xffff && st.code[i] == 0xffff && !read_by_op_[stp.bind_from];
+    return i != none && st.code[i] == none && !read_by_op_[stp.bind_from];
   }
 
   // The undecided search inputs step step_ reads in state at_, and how many branches they make.
@@ -580,7 +646,7 @@ class layout_search {
     branches_ = 1;
     const auto reads = [&](std::uint16_t t) {
       const auto i = input_of_[t];
-      if (i == 0xffff || st.code[i] != 0xffff) return;
+      if (i == none || st.code[i] != none) return;
       for (auto o : open_)
         if (o == i) return;
       open_.push_back(i);
@@ -597,30 +663,30 @@ class layout_search {
     for (auto t : op.inputs) reads(t);
     for (auto t : op.outputs) reads(t);  // a reshard point's layout
   }
-  // Branch b of state at_ at step step_, into the next list.
-  constexpr void run_branch(size_t b) {
+  // Branch b of state at_ at step step_, into the next list; the work it took (`rule_run_work`).
+  constexpr size_t run_branch(size_t b) {
     const step& stp = steps_[step_];
     search_state next = lists_[cur_][at_];
     for (auto i : open_) {
       const auto t = inputs_[i];
       const size_t n = candidate_codes(p_.mesh(), p_.tensor_at(t).shape);
-      const auto code = static_cast<std::uint16_t>(b % n);
+      const size_t code = b % n;
       b /= n;
-      tensor_dist_attr a;
-      if (!candidate_layout(p_.mesh(), p_.tensor_at(t).shape, code, a, o_.co_shard)) return;
-      next.code[i] = code;
-      put(next, t, a);
+      const auto layout = candidate_of(t, code);
+      if (layout == none) return 1;
+      next.code[i] = static_cast<std::uint16_t>(code);
+      put(next, t, layout);
     }
     if (stp.bind) {  // the block's input: the source's layout (greedy), the looped one, or a branch's
-      const tensor_dist_attr* from = find(next, stp.bind_from);
-      const bool open_source = from == nullptr && input_of_[stp.bind_from] != 0xffff;  // (follows the input)
-      const tensor_dist_attr source = open_source ? tensor_dist_attr{} : from != nullptr ? *from : *held(stp.bind_from);
-      tensor_dist_attr in = source;
-      const auto& shape = p_.tensor_at(stp.bind_to).shape;
+      const auto from = find(next, stp.bind_from);
+      const bool open_source = from == none && input_of_[stp.bind_from] != none;  // (follows the input)
+      auto in = open_source ? none : from != none ? from : held(stp.bind_from);
       if (phase_ == 0) {
         if (open_source) {  // the source is laid out as the block's input: a candidate
-          const size_t code = static_cast<std::int64_t>(step_) == looped_ ? entry_ : b % candidate_codes(p_.mesh(), shape);
-          if (!candidate_layout(p_.mesh(), shape, code, in, o_.co_shard)) return;
+          const size_t n = candidate_codes(p_.mesh(), p_.tensor_at(stp.bind_to).shape);
+          const size_t code = static_cast<std::int64_t>(step_) == looped_ ? entry_ : b % n;
+          in = candidate_of(stp.bind_to, code);
+          if (in == none) return 1;
           next.code[input_of_[stp.bind_from]] = static_cast<std::uint16_t>(code);
           put(next, stp.bind_from, in);
         }
@@ -628,41 +694,76 @@ class layout_search {
       }
       put(next, stp.bind_to, in);
     }
-    run_op(next, step_);
+    return run_op(next, step_);
   }
   // The layout of an annotated plan input not yet read.
-  constexpr const tensor_dist_attr* held(size_t t) const {
+  constexpr std::uint16_t held(size_t t) {
     const auto& info = p_.tensor_at(t);
-    if (info.annotated) return &info.annotation;
-    raise(make_error(error_kind::invalid_argument, "search", "tensor {} is read before it has a layout", t));
-    return nullptr;
+    if (!info.annotated)
+      raise(make_error(error_kind::invalid_argument, "search", "tensor {} is read before it has a layout", t));
+    return intern(info.annotation);
   }
 
-  // Runs step s's operator on state `st` (its inputs laid out), as propagation's run_op does,
-  // and adds the result to the next list.
-  constexpr void run_op(search_state& st, size_t s) {
+  // Runs step s's operator on state `st` (its inputs laid out) and adds the result to the next
+  // list; the work it took (`rule_run_work`).
+  constexpr size_t run_op(search_state& st, size_t s) {
     const step& stp = steps_[s];
     const auto& op = p_.op_at(stp.op);
-    in_.clear();
+    static_vector<std::uint16_t, 2 * max_operands> key;
     for (auto t : op.inputs) {
-      const tensor_dist_attr* a = find(st, t);
-      if (a == nullptr) a = held(t);
-      in_.emplace_back(p_.tensor_at(t).shape, *a);
+      const auto a = find(st, t);
+      key.push_back(a != none ? a : held(t));
     }
+    for (auto t : op.outputs)  // pinned: annotated, or a reshard point laid out by this branch
+      key.push_back(p_.tensor_at(t).annotated ? intern(p_.tensor_at(t).annotation)
+                                              : input_of_[t] != none ? find(st, t) : none);
+    std::uint64_t h = s;
+    for (auto k : key) h = (h ^ k) * 1099511628211ull;
+    outcome& r = memo_[static_cast<size_t>(h % memo_size)];
+    size_t work = 1;
+    if (r.step != s || !(r.key == key)) {
+      r.step = static_cast<std::uint16_t>(s);
+      r.key = key;
+      run_rule(r);
+      work += rule_run_work;
+    }
+    if (!r.ran) return work;
+    st.estimate += r.cost;
+    for (size_t j = 0; j < op.outputs.size(); ++j) put(st, op.outputs[j], r.out[j]);
+    if (stp.closes >= 0 && phase_ == 0) {
+      const auto first = find(st, entry_layout);
+      const auto last = find(st, static_cast<size_t>(stp.closes));  // (dead already if nothing reads it)
+      if (first == none || first != last) return work;  // the runs differ
+    }
+    if (stp.closes >= 0) drop(st, entry_layout);
+    for (auto t : stp.dies) drop(st, t);
+    st.key = hash(st);
+    ++created_;
+    keep(st);
+    return work;
+  }
+  // Runs r.step's operator on the layouts of r.key, as propagation's run_op does: whether the
+  // rule accepts them, the estimate it adds and its outputs' layouts.
+  constexpr void run_rule(outcome& r) {
+    const step& stp = steps_[r.step];
+    const auto& op = p_.op_at(stp.op);
+    r.ran = false;
+    r.out.clear();
+    in_.clear();
+    for (size_t k = 0; k < op.inputs.size(); ++k) in_.emplace_back(p_.tensor_at(op.inputs[k]).shape, layouts_[r.key[k]]);
     if (!op.forward(cleared(fwd_), span(in_), op.attributes, p_.semantics())) return;
     if (fwd_.outputs.size() != op.outputs.size()) return;
     double comm = 0;
     const dist_attrs* need = &fwd_.inputs;
-    // Pinned outputs: annotated, or a reshard point laid out by this branch.
-    const auto pin = [&](size_t t) -> const tensor_dist_attr* {
-      if (p_.tensor_at(t).annotated) return &p_.tensor_at(t).annotation;
-      return input_of_[t] != 0xffff ? find(st, t) : nullptr;
+    const auto pin = [&](size_t j) -> const tensor_dist_attr* {
+      const auto id = r.key[op.inputs.size() + j];
+      return id == none ? nullptr : &layouts_[id];
     };
     bool pinned = false;
-    for (auto t : op.outputs) pinned = pinned || pin(t) != nullptr;
+    for (size_t j = 0; j < op.outputs.size(); ++j) pinned = pinned || pin(j) != nullptr;
     if (pinned) {
       for (size_t j = 0; j < op.outputs.size(); ++j)
-        if (const auto* a = pin(op.outputs[j])) fwd_.outputs[j] = *a;
+        if (const auto* a = pin(j)) fwd_.outputs[j] = *a;
       outs_.clear();
       for (size_t j = 0; j < op.outputs.size(); ++j) outs_.emplace_back(p_.tensor_at(op.outputs[j]).shape, fwd_.outputs[j]);
       if (!op.backward(cleared(bwd_), span(in_), span(outs_), op.attributes, p_.semantics())) return;
@@ -671,7 +772,7 @@ class layout_search {
       for (size_t k = 0; k < op.inputs.size(); ++k) needed_.emplace_back(p_.tensor_at(op.inputs[k]).shape, (*need)[k]);
       if (!op.forward(cleared(again_), span(needed_), op.attributes, p_.semantics())) return;
       for (size_t j = 0; j < op.outputs.size(); ++j) {
-        if (pin(op.outputs[j]) == nullptr) fwd_.outputs[j] = again_.outputs[j];
+        if (pin(j) == nullptr) fwd_.outputs[j] = again_.outputs[j];
         comm += reshard_seconds(op.outputs[j], again_.outputs[j], fwd_.outputs[j]);
       }
     }
@@ -697,41 +798,65 @@ class layout_search {
       }
     }
     const double compute = flops(op, *need, (pinned ? again_ : fwd_).outputs) / (c_.peak_flops * c_.compute_efficiency);
-    st.estimate += static_cast<double>(stp.weight) * (comm + 3 * compute + sync);
-    for (size_t j = 0; j < op.outputs.size(); ++j) put(st, op.outputs[j], fwd_.outputs[j]);
-    if (stp.closes >= 0 && phase_ == 0) {
-      const tensor_dist_attr* first = find(st, entry_layout);
-      const tensor_dist_attr* last = find(st, static_cast<size_t>(stp.closes));  // (dead already if nothing reads it)
-      if (first == nullptr || last == nullptr || !(*first == *last)) return;  // the runs differ
-    }
-    if (stp.closes >= 0) drop(st, entry_layout);
-    for (auto t : stp.dies) drop(st, t);
-    st.key = hash(st);
-    ++created_;
-    keep(st);
+    r.cost = static_cast<double>(stp.weight) * (comm + 3 * compute + sync);
+    for (size_t j = 0; j < op.outputs.size(); ++j) r.out.push_back(intern(fwd_.outputs[j]));
+    r.ran = true;
   }
 
   // Adds `st` to the next list: at most per_key_ states with its live layouts, width_ in all,
-  // the cheapest kept.
-  constexpr void keep(const search_state& st) {
+  // the cheapest kept. Branch and bound: once the candidates are full, a state no cheaper than
+  // the dearest of them is dropped (an estimate only grows).
+  constexpr void keep(search_state& st) {
+    if (phase_ == 0 && result_.entries.size() == o_.candidates && st.estimate >= result_.entries.back().estimate) return;
     auto& list = lists_[1 - cur_];
-    size_t same = 0, worst_same = 0, worst = 0;
-    for (size_t k = 0; k < list.size(); ++k) {
-      if (list[k].estimate > list[worst].estimate) worst = k;
-      if (list[k].key == st.key && list[k].live == st.live) {
-        if (same == 0 || list[k].estimate > list[worst_same].estimate) worst_same = k;
-        ++same;
-      }
-    }
-    if (same >= per_key_) {
-      if (st.estimate < list[worst_same].estimate) list[worst_same] = st;
+    if (list.size() == width_ && st.estimate >= list[worst_].estimate) return;  // (no cheaper than any)
+    size_t g = 0;
+    while (g < groups_.size() && !(groups_[g].count > 0 && groups_[g].key == st.key && groups_[g].live == st.live)) ++g;
+    if (g < groups_.size() && groups_[g].count >= per_key_) {
+      if (st.estimate < list[groups_[g].worst].estimate) place(groups_[g].worst, st, g);
       return;
     }
-    if (list.size() < width_) {
-      list.push_back(st);
-      return;
+    if (g == groups_.size()) {  // a new group, in an emptied one if any
+      g = 0;
+      while (g < groups_.size() && groups_[g].count > 0) ++g;
+      if (g == groups_.size()) groups_.push_back({});
+      groups_[g] = {st.key, st.live, 0, 0};
     }
-    if (st.estimate < list[worst].estimate) list[worst] = st;
+    if (list.size() == width_) return place(worst_, st, g);
+    const size_t k = list.size();
+    st.group = static_cast<std::uint8_t>(g);
+    list.push_back(st);
+    if (groups_[g].count++ == 0 || st.estimate > list[groups_[g].worst].estimate) groups_[g].worst = static_cast<std::uint8_t>(k);
+    if (k == 0 || st.estimate > list[worst_].estimate) worst_ = k;
+  }
+  // Puts `st` of group g, cheaper than the state it replaces, at k; the dearest of the list and
+  // of the groups found again (the first of equals, as a scan finds it).
+  constexpr void place(size_t k, search_state& st, size_t g) {
+    auto& list = lists_[1 - cur_];
+    const size_t old = list[k].group;
+    st.group = static_cast<std::uint8_t>(g);
+    list[k] = st;
+    if (old == g) {
+      if (groups_[g].worst == k) dearest(g);
+    } else {
+      if (--groups_[old].count > 0 && groups_[old].worst == k) dearest(old);
+      auto& w = groups_[g].worst;
+      if (groups_[g].count++ == 0 || st.estimate > list[w].estimate || (st.estimate == list[w].estimate && k < w))
+        w = static_cast<std::uint8_t>(k);
+    }
+    if (k != worst_) return;
+    worst_ = list.size();  // the dearest of the groups' dearest
+    for (const auto& gr : groups_)
+      if (gr.count > 0 && (worst_ == list.size() || list[gr.worst].estimate > list[worst_].estimate ||
+                           (list[gr.worst].estimate == list[worst_].estimate && gr.worst < worst_)))
+        worst_ = gr.worst;
+  }
+  constexpr void dearest(size_t g) {  // of group g
+    const auto& list = lists_[1 - cur_];
+    size_t w = list.size();
+    for (size_t j = 0; j < list.size(); ++j)
+      if (list[j].group == g && (w == list.size() || list[j].estimate > list[w].estimate)) w = j;
+    groups_[g].worst = static_cast<std::uint8_t>(w);
   }
   static constexpr void sort(states& list) {  // by estimate, stable (insertion sort: a few dozen)
     for (size_t i = 1; i < list.size(); ++i)
@@ -755,10 +880,23 @@ class layout_search {
   size_t step_ = 0, at_ = 0, branch_ = 0, branches_ = 1;
   static_vector<std::uint16_t, max_operands + 1> open_{};
   size_t width_ = 1, per_key_ = 1, created_ = 0;
+  size_t worst_ = 0;  ///< the dearest state of the next list
+  // The states of the next list with the same live layouts: a group each.
+  struct live_group {
+    std::uint64_t key = 0;
+    static_vector<live_layout, max_live> live{};
+    std::uint8_t count = 0, worst = 0;  ///< its states, and the dearest of them
+  };
+  static_vector<live_group, max_search_states + 1> groups_{};
   std::array<bool, T> read_by_op_{};  ///< per tensor: an operator reads it
   std::int64_t looped_ = -1;  ///< the step binding the first block run more than once, or -1
   size_t entry_ = 0;          ///< the layout (candidate code) its input takes in this run of phase 0
   search_candidates result_{};
+  std::array<tensor_dist_attr, max_search_layouts> layouts_{};  ///< the layouts met, each once
+  size_t layout_count_ = 0;
+  std::array<std::uint16_t, 2 * max_search_layouts> slot_{};  ///< hash slots of layouts_, or none
+  std::array<outcome, memo_size> memo_{};                     ///< by hash of the key
+  std::array<candidate, candidate_memo_size> candidates_{};   ///< by tensor and code
   specs in_{}, outs_{}, needed_{};
   spmd_info fwd_{}, bwd_{}, again_{};
 };
@@ -794,13 +932,12 @@ constexpr static_vector<training_options, 12> option_sets(const search_options& 
   return out;
 }
 
-/// Exact evaluation (tier 2) of the layouts `code` of `cand` under `options`: the training step
-/// of `forward` so annotated, propagated and costed; false if propagation fails.
+/// Candidate `entry` of `cand` under `options`, its cost not yet known: the layouts it chooses.
 template <std::size_t T, std::size_t O>
-constexpr bool evaluate(const plan<T, O>& forward, tensor_id loss, const cluster& c, const search_candidates& cand,
-                        std::size_t entry, const training_options& options, searched_plan& out) {
+constexpr searched_plan chosen(const plan<T, O>& forward, const search_candidates& cand, std::size_t entry,
+                               const training_options& options) {
   const auto& e = cand.entries[entry];
-  out.layouts.clear();
+  searched_plan out;
   for (std::size_t i = 0; i < cand.inputs.size(); ++i) {
     if (e.code[i] == 0xffff) continue;  // no operator reads it: left as declared
     tensor_dist_attr a;
@@ -810,6 +947,15 @@ constexpr bool evaluate(const plan<T, O>& forward, tensor_id loss, const cluster
   out.training = options;
   out.estimate = e.estimate;
   out.greedy = e.greedy;
+  return out;
+}
+
+/// Exact evaluation (tier 2) of the layouts `code` of `cand` under `options`: the training step
+/// of `forward` so annotated, propagated and costed; false if propagation fails.
+template <std::size_t T, std::size_t O>
+constexpr bool evaluate(const plan<T, O>& forward, tensor_id loss, const cluster& c, const search_candidates& cand,
+                        std::size_t entry, const training_options& options, searched_plan& out) {
+  out = chosen(forward, cand, entry, options);
   constexpr std::size_t T2 = step_tensors<0, T>, O2 = step_ops<0, O>, R = default_max_reshards(O2);
   heap<plan<T, O>> annotated(forward);
   for (const auto& l : out.layouts) annotated->annotate(l.tensor, l.attr);
@@ -894,13 +1040,18 @@ struct search_problem {
 };
 
 namespace detail {
-/// Branches a constant expression of `searched` runs: some thousands of Clang's evaluation steps
-/// each (a rule's run and a state's copy), so a part stays within its default limit of 1,048,576.
+/// Work (`layout_search::resume`'s units) a constant expression of `searched` runs, so that a
+/// part stays within the compiler's default limit: the Llama-3-8B layers of search_plans.hpp
+/// search with half the limit (Clang's -fconstexpr-steps=524288, GCC's
+/// -fconstexpr-ops-limit=16777216). GCC gets longer parts: each copies the search's state.
+#ifndef CTSPMD_SEARCH_WORK_PER_PART
 #if defined(__clang__)
-inline constexpr std::size_t search_branches_per_part = 60;
+#define CTSPMD_SEARCH_WORK_PER_PART 500
 #else
-inline constexpr std::size_t search_branches_per_part = 150;
+#define CTSPMD_SEARCH_WORK_PER_PART 2400
 #endif
+#endif
+inline constexpr std::size_t search_work_per_part = CTSPMD_SEARCH_WORK_PER_PART;
 template <auto MakeProblem>
 inline constexpr auto problem_value = MakeProblem();
 template <auto MakeProblem>
@@ -911,7 +1062,7 @@ using problem_search = layout_search<problem_plan<MakeProblem>::max_tensors, pro
 template <auto MakeProblem, std::size_t Part>
 inline constexpr auto search_part = [] {
   auto s = search_part<MakeProblem, Part - 1>;
-  s.resume(search_branches_per_part);
+  s.resume(search_work_per_part);
   return s;
 }();
 template <auto MakeProblem>
@@ -919,7 +1070,7 @@ inline constexpr auto search_part<MakeProblem, 0> = [] {
   constexpr auto& q = problem_value<MakeProblem>;
   problem_search<MakeProblem> s(q.plan, q.cluster, q.options);
   s.start();
-  s.resume(search_branches_per_part);
+  s.resume(search_work_per_part);
   return s;
 }();
 /// The part that finishes the search, from part `Part` on: a chain of variables, not of calls,
@@ -941,13 +1092,35 @@ struct evaluated {
   bool ok = false;
   searched_plan plan{};
 };
-/// Exact evaluation E of `searched`: candidate E / (option sets), option set E % (option sets).
+/// Candidate C of `searched`, annotated on the forward plan: a constant of its own.
+template <auto MakeProblem, std::size_t C>
+inline constexpr auto annotated_candidate = [] {
+  constexpr auto& q = problem_value<MakeProblem>;
+  auto p = q.plan;
+  for (const auto& l : chosen(q.plan, candidates_of<MakeProblem>, C, {}).layouts) p.annotate(l.tensor, l.attr);
+  return p;
+}();
+/// The training step of exact evaluation E of `searched`: candidate E / (option sets) under option
+/// set E % (option sets), built, propagated and costed over constant expressions as
+/// `training_step_of`, `verified` and `verified_cost` do.
+template <auto MakeProblem, std::size_t E>
+constexpr auto evaluation_step() {
+  constexpr std::size_t n = options_of<MakeProblem>.size();
+  return training_step_of<annotated_candidate<MakeProblem, E / n>, problem_value<MakeProblem>.loss,
+                          options_of<MakeProblem>[E % n]>;
+}
 template <auto MakeProblem, std::size_t E>
 inline constexpr evaluated evaluation = [] {
   constexpr auto& q = problem_value<MakeProblem>;
+  constexpr std::size_t n = options_of<MakeProblem>.size();
+  constexpr auto make = &evaluation_step<MakeProblem, E>;
+  constexpr std::size_t R = default_max_reshards(decltype(make())::max_ops);
   evaluated out;
-  out.ok = evaluate(q.plan, q.loss, q.cluster, candidates_of<MakeProblem>, E / options_of<MakeProblem>.size(),
-                    options_of<MakeProblem>[E % options_of<MakeProblem>.size()], out.plan);
+  out.plan = chosen(q.plan, candidates_of<MakeProblem>, E / n, options_of<MakeProblem>[E % n]);
+  if constexpr (finished_propagation<make, propagate_options{}, R>().ok()) {
+    out.ok = true;
+    out.plan.cost = finished_cost<make, propagate_options{}, R>().result(q.cluster);
+  }
   return out;
 }();
 template <auto MakeProblem, std::size_t... E>
@@ -968,8 +1141,8 @@ constexpr search_result searched_result(std::index_sequence<E...>) {
 }  // namespace detail
 
 /// `search` of the `search_problem` `MakeProblem()` returns, spread over constant expressions
-/// (see the file comment): the dynamic programming in parts of `detail::search_branches_per_part`
-/// branches, each exact evaluation in one of its own.
+/// (see the file comment): the dynamic programming in parts of `detail::search_work_per_part`
+/// units of work, each exact evaluation in the parts `verified` and `verified_cost` take.
 ///
 ///     constexpr auto problem() { return model::search_problem<model::plan<32, 16>>{mlp(), loss, cluster, {...}}; }
 ///     constexpr auto found = model::searched<problem>();
