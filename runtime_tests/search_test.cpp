@@ -306,6 +306,26 @@ TEST_CASE("search: Mixtral-8x7B under 80 GiB gets expert parallelism over all-to
                              << " GiB; hand-written " << written.best().step_seconds() << " s");
 }
 
+TEST_CASE("search: co-shards on a 4-D mesh meet hundreds of distinct layouts, within the search's table") {
+  using small_plan = model::plan<16, 8>;
+  const process_mesh m4({2, 2, 2, 2});
+  auto p = std::make_unique<small_plan>(m4);
+  const tensor_shape act{16, 64, 64};
+  auto x = p->tensor("x", act, model::bfloat16);
+  auto out = p->repeat(2, x, [&](small_plan& b, model::tensor_id h) {
+    auto w = b.parameter("w", {64, 64}, model::bfloat16);
+    auto y = b.tensor("y", act, model::bfloat16);
+    b.op<"matmul">({h, w}, {y});
+    auto a = b.tensor("a", act, model::bfloat16);
+    b.op<"relu">({y}, {a});
+    return a;
+  });
+  // x alone has 4^4 = 256 candidate layouts, each the block's entry in a run of its own.
+  const auto found = model::search(*p, out, model::h100_cluster(m4), {.co_shard = true});
+  REQUIRE(found.ok());
+  CHECK(found.best().step_seconds() <= found.greedy.step_seconds());
+}
+
 TEST_CASE("search: bad input is an spmd_error naming it") {
   const auto p = std::make_unique<plan_type>(mlp());
   check_error([&] { model::search(*p, loss, slow_fast(), {.candidates = 0}); }, error_kind::invalid_argument,

@@ -220,7 +220,7 @@ struct live_layout {
 };
 inline constexpr std::size_t max_live = 32;
 /// The most distinct layouts one search meets (its table's capacity).
-inline constexpr std::size_t max_search_layouts = 256;
+inline constexpr std::size_t max_search_layouts = 1024;
 
 struct search_state {
   static_vector<live_layout, max_live> live{};     ///< by tensor index
