@@ -92,6 +92,9 @@ constexpr tensor_dist_attr cs(mesh, {{2, 0}, {}, {1}});
 static_assert(cs.multi_dims_mapping() == multi_dims_mapping{{2, 0}, {}, {1}} && cs.rank() == 3 && cs.is_co_sharded());
 static_assert(cs.mesh_dims_of(0) == mesh_dims{2, 0} && cs.mesh_dims_of(1).empty());
 static_assert(cs.sharded_tensor_dim(0) == 0 && cs.sharded_tensor_dim(2) == 0 && cs.sharded_tensor_dim(1) == 2);
+// parts(d): the product of the sizes of the mesh dims splitting dim d (1 if none, or past the rank)
+static_assert(cs.parts(0) == mesh.dim_size(2) * mesh.dim_size(0) && cs.parts(1) == 1 && cs.parts(2) == mesh.dim_size(1));
+static_assert(cs.parts(3) == 1 && tensor_dist_attr(mesh, {-1, 1}).parts(1) == mesh.dim_size(1));
 // the order is part of the layout
 static_assert(!(cs == tensor_dist_attr(mesh, {{0, 2}, {}, {1}})));
 // the flat form as a view: one mesh dim per tensor dim

@@ -100,6 +100,14 @@ class tensor_dist_attr {
     for (std::int64_t m = mapping_[d]; m != -1; m = next_[static_cast<std::size_t>(m)]) out.push_back(m);
     return out;
   }
+  /// The parts tensor dim `d` is split into: the product of the sizes of the mesh dims that
+  /// split it (1 if none, or if `d` >= rank()).
+  constexpr std::int64_t parts(std::size_t d) const noexcept {
+    std::int64_t n = 1;
+    if (d >= mapping_.size()) return n;
+    for (std::int64_t m = mapping_.data()[d]; m != -1; m = next_[static_cast<std::size_t>(m)]) n *= mesh_.dim_size(m);
+    return n;
+  }
   /// The tensor dim that mesh dim `mesh_dim` splits, or -1 (also for a mesh dim out of range).
   constexpr std::int64_t sharded_tensor_dim(std::int64_t mesh_dim) const noexcept {
     for (std::size_t d = 0; d < mapping_.size(); ++d)

@@ -382,7 +382,15 @@ class coster {
 
   // ---- where each operator runs, and how often ----
   constexpr void map_op(size_t i) {
-    kind_[i] = kind_of(p_.op_at(i).rule);
+    // The kinds of the rules met last, most recent first: a step repeats a few rules.
+    const std::string_view rule = p_.op_at(i).rule;
+    size_t c = 0;
+    while (c < recent_count_ && !(recent_[c].name.size() == rule.size() && recent_[c].name == rule)) ++c;
+    const named_kind found = c < recent_count_ ? recent_[c] : named_kind{rule, kind_of(rule)};
+    if (c == recent_count_ && recent_count_ < recent_capacity) ++recent_count_;
+    for (c = c < recent_count_ ? c : recent_count_ - 1; c > 0; --c) recent_[c] = recent_[c - 1];
+    recent_[0] = found;
+    kind_[i] = found.k;
     first_entry_[i] = -1;
     block_of_[i] = -1;
     for (size_t b = 0; b < p_.block_count(); ++b)
@@ -438,32 +446,22 @@ class coster {
   constexpr split_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts_[part_of_op(i)]; }
 
   // ---- sizes ----
-  /// The number of parts layout `a` splits dim d into.
-  static constexpr std::int64_t parts(const tensor_dist_attr& a, size_t d) {
-    std::int64_t n = 1;
-    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)
-      if (a.sharded_tensor_dim(m) == static_cast<std::int64_t>(d)) n *= a.process_mesh().dim_size(m);
-    return n;
-  }
   static constexpr std::int64_t local_size(const tensor_dist_attr& a, const tensor_shape& shape, size_t d) {
-    const std::int64_t n = parts(a, d);
+    const std::int64_t n = a.parts(d);
     return (shape[d] + n - 1) / n;
   }
-  /// Elements of tensor t's largest local part under layout `a`: each dim's largest part, the
-  /// parts counted in one pass over the mesh dims (the cost's hottest function).
+  /// Elements of tensor t's largest local part under layout `a`: each dim's largest part (the
+  /// cost's hottest function).
   constexpr std::int64_t local_elements(size_t t, const tensor_dist_attr& a) const {
     const auto& info = p_.tensor_at(t);
-    std::int64_t split[max_rank]{};
+    std::int64_t n = 1;
     for (size_t d = 0; d < info.shape.size(); ++d) {
-      if (info.shape[d] < 0)
+      const std::int64_t size = info.shape.data()[d], parts = a.parts(d);
+      if (size < 0)
         raise(make_error(error_kind::invalid_argument, "cost",
                          "tensor {} has a size unknown until run time at dim {}: costs need every size", t, d));
-      split[d] = 1;
+      n = saturating_product(n, (size + parts - 1) / parts);
     }
-    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)
-      if (const auto d = a.sharded_tensor_dim(m); d >= 0) split[static_cast<size_t>(d)] *= a.process_mesh().dim_size(m);
-    std::int64_t n = 1;
-    for (size_t d = 0; d < info.shape.size(); ++d) n = saturating_product(n, (info.shape[d] + split[d] - 1) / split[d]);
     return n;
   }
   /// The same in the layout propagation gave t (counted once, by `measure_tensor`).
@@ -953,6 +951,9 @@ class coster {
   loop loop_ = loop::ops;
   size_t cursor_ = 0;
   std::int64_t now_ = 0, top_ = -1;  ///< the live bytes at the operator `peak` is at, and the largest
+  static constexpr size_t recent_capacity = 8;
+  named_kind recent_[recent_capacity]{};  ///< (map_op's)
+  size_t recent_count_ = 0;
   // Per tensor and per operator (the first tensor_count / op_count entries are used). Built-in
   // arrays: both compilers evaluate an element's access several times faster than through
   // std::array's operator[] (a function call in constant evaluation), and the loops are mostly

@@ -539,9 +539,7 @@ class layout_search {
     const std::int64_t rank = static_cast<std::int64_t>(shape.size());
     if (rank == 0) return 1;
     const auto at = static_cast<size_t>(d < 0 ? (d + rank < 0 ? 0 : d + rank) : d);
-    std::int64_t n = 1;
-    for (std::int64_t m = 0; m < a.process_mesh().ndim(); ++m)
-      if (a.sharded_tensor_dim(m) == static_cast<std::int64_t>(at)) n *= a.process_mesh().dim_size(m);
+    const std::int64_t n = a.parts(at);
     return (shape[at] + n - 1) / n;
   }
   static constexpr double elements(const tensor_shape& shape, const tensor_dist_attr& a) {
