@@ -364,7 +364,7 @@ class layout_search {
   // differ elsewhere read the same layouts): the key is the step, its inputs' layouts and its
   // outputs' pins (an annotated output's, or a reshard point's chosen here; `none`: free).
   struct outcome {
-    std::uint16_t step = none;
+    size_t step = static_cast<size_t>(-1);
     static_vector<std::uint16_t, 2 * max_operands> key{};
     bool ran = false;  ///< the rule accepts the layouts
     double cost = 0;   ///< what it adds to the estimate
@@ -720,7 +720,7 @@ class layout_search {
     outcome& r = memo_[static_cast<size_t>(h % memo_size)];
     size_t work = 1;
     if (r.step != s || !(r.key == key)) {
-      r.step = static_cast<std::uint16_t>(s);
+      r.step = s;
       r.key = key;
       run_rule(r);
       work += rule_run_work;
