@@ -311,8 +311,8 @@ TEST_CASE("search: co-shards on a 4-D mesh meet hundreds of distinct layouts, wi
   const process_mesh m4({2, 2, 2, 2});
   auto p = std::make_unique<small_plan>(m4);
   const tensor_shape act{16, 64, 64};
-  auto x = p->tensor("x", act, model::bfloat16);
-  auto out = p->repeat(2, x, [&](small_plan& b, model::tensor_id h) {
+  auto in = p->tensor("x", act, model::bfloat16);
+  auto out = p->repeat(2, in, [&](small_plan& b, model::tensor_id h) {
     auto w = b.parameter("w", {64, 64}, model::bfloat16);
     auto y = b.tensor("y", act, model::bfloat16);
     b.op<"matmul">({h, w}, {y});
