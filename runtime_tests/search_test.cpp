@@ -326,6 +326,55 @@ TEST_CASE("search: co-shards on a 4-D mesh meet hundreds of distinct layouts, wi
   CHECK(found.best().step_seconds() <= found.greedy.step_seconds());
 }
 
+TEST_CASE("search: its estimate counts each operator's FLOPs as the exact cost does (the rules' cost traits)") {
+  // Embedding, slices, reshapes and a concat (no FLOPs: data movement and views), causal
+  // attention (half the product's FLOPs), matmuls, gelu and a mean. With communication free, the
+  // dynamic programming's estimate of the best plan is its forward FLOPs, backward counted as
+  // twice forward, over the device's rate: the exact cost's forward FLOPs, x 3.
+  const process_mesh m({2});
+  auto p = std::make_unique<model::plan<48, 32>>(m);
+  constexpr std::int64_t b = 4, s = 16, h = 32, heads = 2, d = 16, vocab = 64;
+  auto ids = p->tensor("ids", {b, s}, model::int64);
+  auto table = p->parameter("table", {vocab, h});
+  auto embedded = p->tensor("x", {b, s, h});
+  p->op<"embedding">({ids, table}, {embedded});
+  auto w_qkv = p->parameter("w_qkv", {h, 3 * h});
+  auto qkv = p->tensor("qkv", {b, s, 3 * h});
+  p->op<"matmul">({embedded, w_qkv}, {qkv});
+  model::tensor_id heads_of[3];
+  for (std::int64_t i = 0; i < 3; ++i) {
+    auto part = p->tensor("part", {b, s, h});
+    p->op<"slice">({qkv}, {part}, {.axes = {2}, .starts = {i * h}, .ends = {(i + 1) * h}});
+    heads_of[i] = p->tensor("part.heads", {b, s, heads, d});
+    p->op<"reshape">({part}, {heads_of[i]}, {.shape = {b, s, heads, d}});
+  }
+  auto ctx = p->tensor("ctx", {b, s, heads, d});
+  auto probs = p->tensor("probs", {b, heads, s, s});
+  auto lse = p->tensor("lse", {b, heads, s});
+  auto seed = p->tensor("seed", {2}, model::int64);
+  p->op<"flash_attention">({heads_of[0], heads_of[1], heads_of[2]}, {ctx, probs, lse, seed}, {.causal = true});
+  auto ctx_flat = p->tensor("ctx.flat", {b, s, h});
+  p->op<"reshape">({ctx}, {ctx_flat}, {.shape = {b, s, h}});
+  auto both = p->tensor("both", {b, s, 2 * h});
+  p->op<"concat">({ctx_flat, embedded}, {both}, {.axis = 2});
+  auto w_out = p->parameter("w_out", {2 * h, h});
+  auto y = p->tensor("y", {b, s, h});
+  p->op<"matmul">({both, w_out}, {y});
+  auto g = p->tensor("g", {b, s, h});
+  p->op<"gelu">({y}, {g});
+  auto l = p->tensor("loss", tensor_shape{});
+  p->op<"mean">({g}, {l});
+
+  model::cluster free = model::h100_cluster(m);
+  free.links[0] = {1e30, 0};  // communication takes no time
+  const auto found = model::search(*p, l, free);
+  REQUIRE(found.ok());
+  const auto& best = found.best();
+  const double forward = static_cast<double>(best.cost.flops(model::phase::forward));
+  CHECK(forward > 0);
+  CHECK(best.estimate == doctest::Approx(3 * forward / (free.peak_flops * free.compute_efficiency)).epsilon(1e-9));
+}
+
 TEST_CASE("search: bad input is an spmd_error naming it") {
   const auto p = std::make_unique<plan_type>(mlp());
   check_error([&] { model::search(*p, loss, slow_fast(), {.candidates = 0}); }, error_kind::invalid_argument,

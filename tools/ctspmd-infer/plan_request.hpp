@@ -137,7 +137,7 @@ json report_json(const Plan& p, const Propagation& r, const ctspmd::named_mesh& 
     auto& total = totals[std::string(model::to_string(s.phase))][std::string(model::to_string(s.kind))];
     if (total.is_null()) total = {{"count", 0}, {"bytes", 0}};
     const auto times = static_cast<std::int64_t>(s.times), before = total["bytes"].get<std::int64_t>();
-    total["count"] = total["count"].get<std::int64_t>() + times;
+    total["count"] = ctspmd::detail::saturating_sum(total["count"].get<std::int64_t>(), times);
     total["bytes"] = before < 0 || s.bytes < 0
                          ? -1  // a size is unknown
                          : ctspmd::detail::saturating_sum(before, ctspmd::detail::saturating_product(s.bytes, times));

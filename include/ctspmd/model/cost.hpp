@@ -54,12 +54,12 @@
 /// all-reduce over a product group of mesh dims (`reshard::group`) counts under its first mesh
 /// dim, the outermost, and takes that dim's link: in a cluster of nodes, the slowest.
 ///
-/// **FLOPs** (`flops(phase)`), per device from the local shapes of the inputs as the operator read
-/// them (after their reshards): a matmul or bmm 2·(x's elements)·(y's output length), which is
-/// 2mnk; flash_attention 4·(q's elements)·(k's length), halved when causal; their grads twice
-/// their forward (the convention of model FLOPs); data movement
-/// (reshape, transpose, assign, slice, concat, gathers, embeddings, ...) none; any other operator
-/// one per output element. `model_flops()` is forward + backward; `hardware_flops()` adds the
+/// **FLOPs** (`flops(phase)`), per device, are each operator's rule's (rules/cost_traits.hpp), from
+/// the local shapes of its inputs as it read them (after their reshards) and of its outputs: a
+/// matmul or bmm 2·(x's elements)·(y's output length), which is 2mnk; flash_attention 4·(q's
+/// elements)·(k's length), halved when causal; their grads twice their forward (the convention of
+/// model FLOPs); views, data movement and reshard points (reshape, transpose, assign, slice,
+/// concat, gathers, embeddings, ...) none; any other operator one per output element. `model_flops()` is forward + backward; `hardware_flops()` adds the
 /// recomputed forward and the optimizer.
 ///
 /// **Time** (`compute_seconds()`, `communication_seconds()`, `step_seconds()`,
@@ -81,41 +81,12 @@
 #include <string_view>
 
 #include <ctspmd/core/error.hpp>
+#include <ctspmd/model/cluster.hpp>
 #include <ctspmd/model/propagate.hpp>
 
 namespace ctspmd::model {
 
 inline constexpr std::int64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
-
-/// The links of one mesh dim: the bytes a device sends a second, and a collective's latency.
-struct link {
-  double bandwidth = 0;  ///< bytes per second per device, one direction
-  double latency = 0;    ///< seconds
-};
-
-/// The devices a step runs on: per mesh dim its links, and the device's peak FLOP/s.
-struct cluster {
-  std::array<link, max_mesh_ndim> links{};
-  double peak_flops = 0;
-  double compute_efficiency = 1;        ///< the fraction of peak a device's compute reaches
-  double communication_efficiency = 1;  ///< the fraction of bandwidth collectives reach
-};
-
-inline constexpr link nvlink_h100{450e9, 5e-6}, infiniband_h100{50e9, 10e-6};
-inline constexpr double h100_bf16_flops = 989.4e12;
-
-/// 8-GPU H100 nodes (see the file comment): the mesh's last dims, while their product is at most
-/// 8, are inside a node.
-constexpr cluster h100_cluster(const process_mesh& mesh) {
-  cluster c;
-  c.peak_flops = h100_bf16_flops;
-  std::int64_t in_node = 1;
-  for (std::int64_t m = mesh.ndim(); m-- > 0;) {
-    in_node *= mesh.dim_size(m);
-    c.links[static_cast<std::size_t>(m)] = in_node <= 8 ? nvlink_h100 : infiniband_h100;
-  }
-  return c;
-}
 
 /// What a device holds (see the file comment), in bytes.
 struct memory_report {
@@ -325,50 +296,18 @@ class coster {
  private:
   using size_t = std::size_t;
   static constexpr std::int32_t none = -1;
-  /// What the cost tells apart in an operator's rule, found from its name once per operator
-  /// (comparing names in every loop cost more constant-evaluation steps than the loops' work).
-  enum class kind : std::uint8_t {
-    other,
-    matmul,
-    matmul_grad,
-    bmm,
-    bmm_grad,
-    attention,
-    attention_grad,
-    adamw,
-    vocab_cross_entropy,
-    // from here on: rules that only move or select data (no FLOPs counted)
-    assign,  ///< a view of its input, or its copy
-    view,    ///< a view of its input unless resharded
-    moves,
-  };
-  struct named_kind {
-    std::string_view name;
-    kind k;
-  };
-  static constexpr named_kind kinds[] = {
-      {"matmul", kind::matmul}, {"matmul_v2", kind::matmul}, {"matmul_grad", kind::matmul_grad},
-      {"bmm", kind::bmm}, {"bmm_grad", kind::bmm_grad}, {"flash_attention", kind::attention},
-      {"flash_attention_grad", kind::attention_grad}, {"adamw", kind::adamw},
-      {"c_softmax_with_cross_entropy", kind::vocab_cross_entropy}, {"assign", kind::assign},
-      {"reshape", kind::view}, {"reshape2", kind::view}, {"flatten", kind::view}, {"squeeze", kind::view},
-      {"unsqueeze", kind::view}, {"unsqueeze2", kind::view}, {"reshape_grad", kind::moves},
-      {"transpose", kind::moves}, {"transpose2", kind::moves}, {"transpose_grad", kind::moves},
-      {"flatten_grad", kind::moves}, {"squeeze_grad", kind::moves}, {"unsqueeze_grad", kind::moves},
-      {"split", kind::moves}, {"split_with_num", kind::moves}, {"concat", kind::moves},
-      {"concat_grad", kind::moves}, {"stack", kind::moves}, {"stack_grad", kind::moves}, {"unbind", kind::moves},
-      {"unbind_grad", kind::moves}, {"slice", kind::moves}, {"slice_grad", kind::moves},
-      {"strided_slice", kind::moves}, {"strided_slice_grad", kind::moves}, {"pad", kind::moves},
-      {"pad_grad", kind::moves}, {"expand_as", kind::moves}, {"tile", kind::moves}, {"cast", kind::moves},
-      {"gather", kind::moves}, {"gather_nd", kind::moves}, {"index_select", kind::moves},
-      {"embedding", kind::moves}, {"lookup_table_v2", kind::moves}, {"c_embedding", kind::moves},
-      {"one_hot", kind::moves}, {"full_like", kind::moves}, {"numel", kind::moves}, {"shape", kind::moves}};
-  static constexpr kind kind_of(std::string_view rule) {
-    for (const auto& e : kinds)
-      if (e.name.size() == rule.size() && e.name == rule) return e.k;
-    return kind::other;
+  /// An operator whose output is its input's buffer unless it moved data: a view, or a reshard
+  /// point (`assign`), whose all-gather is Megatron's f (rules/cost_traits.hpp).
+  constexpr bool is_view(size_t i) const {
+    const auto k = p_.op_at(i).cost.kind;
+    return k == cost_kind::view || k == cost_kind::communication;
   }
-  static constexpr bool is_view(kind k) { return k == kind::assign || k == kind::view; }
+  constexpr bool is_reshard_point(size_t i) const { return p_.op_at(i).cost.kind == cost_kind::communication; }
+  /// True if operator i runs rule `Rule`.
+  template <class Rule>
+  constexpr bool runs_rule(size_t i) const {
+    return p_.op_at(i).cost.rule == rules::index_of<Rule>;
+  }
   enum flag : std::uint8_t {
     excluded = 1,
     read_in_mirror = 2,
@@ -382,15 +321,6 @@ class coster {
 
   // ---- where each operator runs, and how often ----
   constexpr void map_op(size_t i) {
-    // The kinds of the rules met last, most recent first: a step repeats a few rules.
-    const std::string_view rule = p_.op_at(i).rule;
-    size_t c = 0;
-    while (c < recent_count_ && !(recent_[c].name.size() == rule.size() && recent_[c].name == rule)) ++c;
-    const named_kind found = c < recent_count_ ? recent_[c] : named_kind{rule, kind_of(rule)};
-    if (c == recent_count_ && recent_count_ < recent_capacity) ++recent_count_;
-    for (c = c < recent_count_ ? c : recent_count_ - 1; c > 0; --c) recent_[c] = recent_[c - 1];
-    recent_[0] = found;
-    kind_[i] = found.k;
     first_entry_[i] = -1;
     block_of_[i] = -1;
     for (size_t b = 0; b < p_.block_count(); ++b)
@@ -446,10 +376,6 @@ class coster {
   constexpr split_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts_[part_of_op(i)]; }
 
   // ---- sizes ----
-  static constexpr std::int64_t local_size(const tensor_dist_attr& a, const tensor_shape& shape, size_t d) {
-    const std::int64_t n = a.parts(d);
-    return (shape[d] + n - 1) / n;
-  }
   /// Elements of tensor t's largest local part under layout `a`: each dim's largest part (the
   /// cost's hottest function).
   constexpr std::int64_t local_elements(size_t t, const tensor_dist_attr& a) const {
@@ -490,10 +416,10 @@ class coster {
     auto& m = out_.memory_;
     const std::int64_t stage = options_.stage();
     const auto& op = p_.op_at(i);
-    if (kind_[i] == kind::attention && op.outputs.size() > 1 &&
+    if (runs_rule<rules::flash_attention>(i) && op.outputs.size() > 1 &&
         !op.attributes.template get<rules::flash_attention_attributes>().return_softmax)
       bytes_[op.outputs[1]] = 0;
-    if (op.phase != phase::optimizer || kind_[i] != kind::adamw) return;
+    if (op.phase != phase::optimizer || !runs_rule<rules::adamw>(i)) return;
     const auto moment = op.inputs[3];
     const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
     state_[param] = moment;
@@ -540,7 +466,7 @@ class coster {
   constexpr void reshard_flags(size_t e) {
     const auto& s = r_.reshard_at(e);
     if (first_entry_[s.op] < 0) first_entry_[s.op] = static_cast<std::int32_t>(e);
-    if (!sends(s.kind)) return;
+    if (!moves_data(s.kind)) return;
     op_flags_[s.op] |= s.kind == collective::all_gather ? moves | gathers : moves;
     const auto& op = p_.op_at(s.op);
     if (!s.on_output && s.operand < op.saved.size() && op.saved[s.operand] != 0xffff)
@@ -560,12 +486,12 @@ class coster {
         source_[s] = canon_[op.inputs[k]];
       }
     }
-    if (!is_view(kind_[i]) || op.inputs.empty() || op.outputs.size() != 1) return;
+    if (!is_view(i) || op.inputs.empty() || op.outputs.size() != 1) return;
     const auto in = op.inputs[0], out = op.outputs[0];
     if ((flags_[in] & excluded) != 0 || (flags_[out] & excluded) != 0) return;
     if ((op_flags_[i] & moves) == 0) {
       canon_[out] = canon_[in];
-    } else if (kind_[i] == kind::assign && (op_flags_[i] & gathers) != 0 && regather) {
+    } else if (is_reshard_point(i) && (op_flags_[i] & gathers) != 0 && regather) {
       flags_[out] |= gathered_again;
       source_[out] = canon_[in];
     }
@@ -573,11 +499,11 @@ class coster {
   /// True if reshard entry `e` is sent again in backward: its operator is recomputed, or it gathers
   /// a tensor kept as its source.
   constexpr bool sent_again(const reshard& e) const {
-    if (!sends(e.kind)) return false;
+    if (!moves_data(e.kind)) return false;
     if (recomputed(e.op)) return true;
     const auto& op = p_.op_at(e.op);
     if (op.phase != phase::forward || e.kind != collective::all_gather) return false;
-    if (kind_[e.op] == kind::assign && op.outputs.size() == 1 && (flags_[op.outputs[0]] & gathered_again) != 0) return true;
+    if (is_reshard_point(e.op) && op.outputs.size() == 1 && (flags_[op.outputs[0]] & gathered_again) != 0) return true;
     return !e.on_output && e.operand < op.saved.size() && op.saved[e.operand] != 0xffff &&
            (flags_[op.saved[e.operand]] & gathered_again) != 0;
   }
@@ -704,9 +630,6 @@ class coster {
   }
 
   // ---- collectives ----
-  static constexpr bool sends(collective k) noexcept {
-    return k != collective::local_slice && k != collective::local_partial;
-  }
   /// Adds `times` collectives of `bytes` that operator `op` sends.
   constexpr void add(size_t op, phase ph, collective k, std::int64_t m, std::int64_t times, std::int64_t bytes) {
     const auto into = [&](collective_total& e) {
@@ -714,7 +637,7 @@ class coster {
       e.bytes = saturating_sum(e.bytes, saturating_product(times, bytes));
     };
     into(out_.table_[static_cast<size_t>(ph)][static_cast<size_t>(k)][static_cast<size_t>(m)]);
-    if (auto* part = part_of(op); part != nullptr && sends(k))
+    if (auto* part = part_of(op); part != nullptr && moves_data(k))
       into(ph == phase::optimizer ? part->optimizer_sends[static_cast<size_t>(m)]
                                   : part->collectives[static_cast<size_t>(k)][static_cast<size_t>(m)]);
   }
@@ -734,7 +657,7 @@ class coster {
   constexpr void op_sends(size_t i) {
     const bool stage3 = options_.stage() == 3;
     const auto& op = p_.op_at(i);
-    if (op.phase == phase::forward && kind_[i] == kind::vocab_cross_entropy && op.outputs.size() == 2) {
+    if (op.phase == phase::forward && runs_rule<rules::c_softmax_with_cross_entropy>(i) && op.outputs.size() == 2) {
       // max, target logit and sum over the vocabulary: a float per token
       const auto logits = op.inputs[0];
       const auto& a = r_.attr({logits});
@@ -745,7 +668,7 @@ class coster {
         add(i, phase::forward, collective::all_reduce, m, 3 * runs(i), twice - (twice / n + (twice % n != 0)));
       }
     }
-    if (stage3 && op.phase == phase::optimizer && kind_[i] == kind::adamw) {
+    if (stage3 && op.phase == phase::optimizer && runs_rule<rules::adamw>(i)) {
       // the parameter gathered from its shard before forward and again for backward
       const auto moment = op.inputs[3];
       const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
@@ -776,52 +699,25 @@ class coster {
         if (const auto& s = r_.reshard_at(e); !s.on_output && s.operand == k) return static_cast<std::int64_t>(e);
     return -1;
   }
-  /// The layout operator i read its input k in: resharded, if it was, else as propagated.
-  constexpr const tensor_dist_attr& read_layout(size_t i, size_t k) const {
-    const auto e = input_reshard(i, k);
-    return e >= 0 ? r_.reshard_at(static_cast<size_t>(e)).to : r_.attr({p_.op_at(i).inputs[k]});
-  }
-  /// Elements of input k of operator i, and the local size of its dim d (from the end if
-  /// negative; 1 for a scalar), as read.
-  constexpr std::int64_t input_elements(size_t i, size_t k) const {
-    const std::int64_t e = input_reshard(i, k);
-    const size_t t = p_.op_at(i).inputs[k];
-    return e >= 0 ? local_elements(t, r_.reshard_at(static_cast<size_t>(e)).to) : local_elements(t);
-  }
-  constexpr std::int64_t input_dim(size_t i, size_t k, std::int64_t d) const {
-    const auto& shape = p_.tensor_at(p_.op_at(i).inputs[k]).shape;
-    const auto rank = static_cast<std::int64_t>(shape.size());
-    if (rank == 0) return 1;
-    const auto at = static_cast<size_t>(d < 0 ? (d + rank < 0 ? 0 : d + rank) : d);
-    return local_size(read_layout(i, k), shape, at);
-  }
-  /// Operator i's FLOPs on a device, from its inputs as it read them (see the file comment).
-  constexpr std::int64_t op_flops(size_t i) const {
+  /// Operator i's operands as a device holds them: its inputs as it read them (after their
+  /// reshards), its outputs as propagated.
+  constexpr void local_operands_of(size_t i, local_operands& in, local_operands& out) const {
     const auto& op = p_.op_at(i);
-    const kind k = kind_[i];
-    if (k == kind::matmul || k == kind::matmul_grad) {  // 2 x (x's elements) x n
-      const auto& a = op.attributes.template get<rules::matmul_attributes>();
-      const bool vector = p_.tensor_at(op.inputs[1]).shape.size() < 2;
-      const std::int64_t f =
-          saturating_product(2 * input_elements(i, 0), vector ? 1 : input_dim(i, 1, a.trans_y ? -2 : -1));
-      return k == kind::matmul_grad ? saturating_product(2, f) : f;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const auto t = op.inputs[k];
+      const auto e = input_reshard(i, k);
+      if (e >= 0)
+        in.push_back(p_.tensor_at(t).shape, r_.reshard_at(static_cast<size_t>(e)).to, p_.tensor_at(t).element_bytes);
+      else
+        in.push_back(p_.tensor_at(t).shape, r_.attr({t}), p_.tensor_at(t).element_bytes, elements_[t]);
     }
-    if (k == kind::bmm || k == kind::bmm_grad) {
-      const std::int64_t f = saturating_product(2 * input_elements(i, 0), input_dim(i, 1, -1));
-      return k == kind::bmm_grad ? saturating_product(2, f) : f;
-    }
-    if (k == kind::attention || k == kind::attention_grad) {  // 4 x (q's elements) x (k's length)
-      const bool grad = k == kind::attention_grad;
-      const bool causal = grad ? op.attributes.template get<rules::flash_attention_grad_attributes>().causal
-                               : op.attributes.template get<rules::flash_attention_attributes>().causal;
-      const std::int64_t f = saturating_product(4 * input_elements(i, 0), input_dim(i, 1, 1)) / (causal ? 2 : 1);
-      return grad ? saturating_product(2, f) : f;
-    }
-    if (k >= kind::assign) return 0;
-    std::int64_t n = 0;
-    for (auto t : op.outputs)
-      if (!p_.tensor_at(t).shape.empty()) n = saturating_sum(n, local_elements(t));
-    return n;
+    for (auto t : op.outputs) out.push_back(p_.tensor_at(t).shape, r_.attr({t}), p_.tensor_at(t).element_bytes, elements_[t]);
+  }
+  /// Operator i's FLOPs on a device: its rule's (rules/cost_traits.hpp).
+  constexpr std::int64_t op_flops(size_t i) const {
+    local_operands in, out;
+    local_operands_of(i, in, out);
+    return p_.op_at(i).flops(in, out);
   }
   constexpr void count_flops(size_t i) {
     const std::int64_t f = saturating_product(op_flops(i), runs(i));
@@ -836,38 +732,22 @@ class coster {
 
   // ---- time ----
   static constexpr void times(step_cost& out, const cluster& c) {
-    const auto bad = [](const char* message) { raise(make_error(error_kind::invalid_argument, "cluster", message)); };
-    if (!(c.peak_flops > 0)) bad("a device's peak FLOP/s must be positive");
-    if (!(c.compute_efficiency > 0 && c.compute_efficiency <= 1) ||
-        !(c.communication_efficiency > 0 && c.communication_efficiency <= 1))
-      bad("efficiencies are fractions in (0, 1]");
+    c.check();
     out.peak_flops_ = c.peak_flops;
-    const auto too_slow = [] {
-      raise(make_error(error_kind::invalid_argument, "cluster",
-                       "the step's time overflows a double: a peak FLOP/s, bandwidth or efficiency is too small"));
-    };
-    out.compute_seconds_ = static_cast<double>(out.hardware_flops()) / (c.peak_flops * c.compute_efficiency);
-    if (!(out.compute_seconds_ <= std::numeric_limits<double>::max())) too_slow();
+    out.compute_seconds_ = c.compute_seconds(static_cast<double>(out.hardware_flops()));
     for (size_t ph = 0; ph < phase_count; ++ph)
       for (size_t k = 0; k < collective_count; ++k)
         for (size_t m = 0; m < max_mesh_ndim; ++m) {
           auto& e = out.table_[ph][k][m];
-          if (e.count == 0 || !sends(static_cast<collective>(k))) continue;
-          const link& l = c.links[m];
-          if (!(l.bandwidth > 0) || !(l.latency >= 0))
-            raise(make_error(error_kind::invalid_argument, "cluster",
-                             "mesh dim {} sends collectives, but its link has no bandwidth (or a negative latency)", m));
-          e.seconds = static_cast<double>(e.count) * l.latency +
-                      static_cast<double>(e.bytes) / (l.bandwidth * c.communication_efficiency);
-          if (!(e.seconds <= std::numeric_limits<double>::max())) too_slow();
+          if (e.count == 0 || !moves_data(static_cast<collective>(k))) continue;
+          e.seconds = c.seconds(static_cast<std::int64_t>(m), static_cast<double>(e.count), static_cast<double>(e.bytes));
         }
-    for (auto& part : out.parts_)  // their links were checked above: the same collectives
+    for (auto& part : out.parts_)
       for (size_t m = 0; m < max_mesh_ndim; ++m)
         for (size_t k = 0; k <= collective_count; ++k) {  // k == collective_count: the optimizer's
           auto& e = k < collective_count ? part.collectives[k][m] : part.optimizer_sends[m];
           if (e.count == 0) continue;
-          e.seconds = static_cast<double>(e.count) * c.links[m].latency +
-                      static_cast<double>(e.bytes) / (c.links[m].bandwidth * c.communication_efficiency);
+          e.seconds = c.seconds(static_cast<std::int64_t>(m), static_cast<double>(e.count), static_cast<double>(e.bytes));
           (k < collective_count ? part.communication_seconds : part.optimizer_communication_seconds) += e.seconds;
         }
   }
@@ -951,9 +831,6 @@ class coster {
   loop loop_ = loop::ops;
   size_t cursor_ = 0;
   std::int64_t now_ = 0, top_ = -1;  ///< the live bytes at the operator `peak` is at, and the largest
-  static constexpr size_t recent_capacity = 8;
-  named_kind recent_[recent_capacity]{};  ///< (map_op's)
-  size_t recent_count_ = 0;
   // Per tensor and per operator (the first tensor_count / op_count entries are used). Built-in
   // arrays: both compilers evaluate an element's access several times faster than through
   // std::array's operator[] (a function call in constant evaluation), and the loops are mostly
@@ -966,7 +843,6 @@ class coster {
   slots<std::uint8_t, T> flags_{};
   slots<std::int64_t, O + 1> delta_{};
   slots<std::int8_t, O> block_of_{};
-  slots<kind, O> kind_{};
   slots<std::uint8_t, O> op_flags_{};
   slots<std::int32_t, O> first_entry_{};  ///< the operator's first reshard entry, or -1
   slots<std::int8_t, max_blocks> mirror_{};

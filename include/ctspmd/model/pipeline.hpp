@@ -218,8 +218,6 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
   for (std::int64_t s = 0; s < p; ++s)
     per_stage[static_cast<std::size_t>(s)] = mapped ? o.stage_layers[static_cast<std::size_t>(s)] : layers / p;
   const split_part &before = cost.part(0), &body = cost.part(1), &after = cost.part(2);
-  const link& l = c.links[static_cast<std::size_t>(o.mesh_dim)];
-  const double speed = c.peak_flops * c.compute_efficiency;
 
   pipeline_report out;
   out.count_ = static_cast<std::size_t>(p);
@@ -267,12 +265,11 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
     const std::int64_t forward_sends = v - (tail ? 1 : 0), backward_sends = v - (head ? 1 : 0);
     st.sends = p == 1 ? 0 : forward_sends + backward_sends;  // one stage sends to no other device
     st.send_bytes = detail::saturating_product(st.sends, cost.boundary_bytes());
-    if (st.sends > 0 && !(l.bandwidth > 0))
+    if (st.sends > 0 && !c.can_send(o.mesh_dim))
       bad("the pipeline's mesh dim {} sends between stages, but its link has no bandwidth", o.mesh_dim);
-    st.send_seconds = st.sends > 0 ? static_cast<double>(st.sends) * l.latency +
-                                         static_cast<double>(st.send_bytes) / (l.bandwidth * c.communication_efficiency)
-                                   : 0.0;
-    st.compute_seconds = static_cast<double>(st.flops) / speed;
+    st.send_seconds =
+        st.sends > 0 ? c.seconds(o.mesh_dim, static_cast<double>(st.sends), static_cast<double>(st.send_bytes)) : 0.0;
+    st.compute_seconds = c.compute_seconds(static_cast<double>(st.flops));
     for (std::size_t k = 0; k < collective_count; ++k) {
       auto& e = st.collectives[k];
       for (std::size_t d = 0; d < max_mesh_ndim; ++d) {
@@ -293,7 +290,7 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
     st.collectives[static_cast<std::size_t>(collective::send_recv)] = {static_cast<std::size_t>(st.sends), st.send_bytes,
                                                                        st.send_seconds};
     const std::int64_t optimizer_flops = sum3(share(body.optimizer_flops, n), extra(&split_part::optimizer_flops), 0);
-    st.optimizer_seconds = static_cast<double>(optimizer_flops) / speed +
+    st.optimizer_seconds = c.compute_seconds(static_cast<double>(optimizer_flops)) +
                            body.optimizer_communication_seconds / static_cast<double>(layers) * static_cast<double>(n) +
                            extra_seconds(&split_part::optimizer_communication_seconds);
     const std::int64_t ahead = p - s < m ? p - s : m;

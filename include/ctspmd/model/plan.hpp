@@ -134,6 +134,37 @@ auto as_one_of(type_list<T...>) -> typename tree_of<type_list<leaf<T>...>>::type
 /// The attributes of any registered rule (`a.get<Rule::attributes>()` reads them).
 using any_attributes = decltype(detail::as_one_of(detail::attribute_types(rules::registered_rules{})));
 
+namespace detail {
+template <class Rule>
+constexpr std::int64_t flops_thunk(cost_kind k, const local_operands& in, const local_operands& out, const any_attributes& a) {
+  return rule_flops<Rule>(k, in, out, a.template get<typename Rule::attributes>());
+}
+template <class Rule>
+constexpr std::int64_t bytes_thunk(cost_kind k, const local_operands& in, const local_operands& out, const any_attributes& a) {
+  return rule_bytes<Rule>(k, in, out, a.template get<typename Rule::attributes>());
+}
+}  // namespace detail
+
+/// What an operator costs, from its registry entry (rules/cost_traits.hpp): its rule (an index
+/// into `rules::registered_rules`: `rule == rules::index_of<rules::adamw>`), its kind, and its
+/// rule's FLOPs and bytes.
+struct operator_cost {
+  std::size_t rule = rules::registered_rules::size;
+  cost_kind kind = cost_kind::compute;
+  std::int64_t (*flops)(cost_kind, const local_operands&, const local_operands&, const any_attributes&) = nullptr;
+  std::int64_t (*bytes)(cost_kind, const local_operands&, const local_operands&, const any_attributes&) = nullptr;
+};
+
+namespace detail {
+/// The cost of registry entry `Entry`'s operators.
+template <std::size_t Entry>
+inline constexpr operator_cost cost_at = [] {
+  constexpr const auto& e = rules::registry[Entry];
+  using rule = rules::registered_rule<e.rule>;
+  return operator_cost{e.rule, e.kind, &flops_thunk<rule>, &bytes_thunk<rule>};
+}();
+}  // namespace detail
+
 /// The size of a tensor's elements, for the bytes a reshard moves: `model::float16`,
 /// `model::int64`, ... or `element_size::of_bytes(n)`. (Not constructible from an int, so that
 /// `p.tensor("x", {8}, {0})` can only mean the dims mapping {0}.)
@@ -262,6 +293,16 @@ struct operator_info {
   bool recomputable = false;
   /// Bit k: input k (k < 32) is read for its shape and layout only (a grad operator's `iK#`).
   std::uint32_t shape_only = 0;
+  /// What it costs (its rule's cost traits).
+  operator_cost cost{};
+  /// The FLOPs one device computes for it, and the bytes it reads and writes in the device's
+  /// memory, from its operands as the device holds them (rules/cost_traits.hpp).
+  constexpr std::int64_t flops(const local_operands& in, const local_operands& out) const {
+    return cost.flops == nullptr ? 0 : cost.flops(cost.kind, in, out, attributes);
+  }
+  constexpr std::int64_t bytes(const local_operands& in, const local_operands& out) const {
+    return cost.bytes == nullptr ? 0 : cost.bytes(cost.kind, in, out, attributes);
+  }
   /// The label, or the rule's name when there is none.
   constexpr std::string_view name() const noexcept { return label.empty() ? rule : label; }
 };
@@ -304,6 +345,7 @@ struct grad_operator {
   status (*backward)(spmd_info&, spec_span, spec_span, const any_attributes&, semantics) = nullptr;
   any_attributes attributes{};
   const parsed_recipe* operands = nullptr;  ///< see grad_recipes.hpp
+  operator_cost cost{};
 };
 
 // A grad operator's attributes from its forward operator's: the same, or none where the grad
@@ -369,12 +411,22 @@ constexpr grad_operator grad_thunk(const operator_info& f) {
     using grad_rule = rules::registered_rule<rules::registry[rules::registry_find(r.grad)].rule>;
     using from = typename rules::rule_for<Op>::attributes;
     return {r.grad, &forward_thunk<grad_rule>, &backward_thunk<grad_rule>,
-            grad_attributes<typename grad_rule::attributes>(f.attributes.template get<from>()), &parsed_recipe_of<Op>};
+            grad_attributes<typename grad_rule::attributes>(f.attributes.template get<from>()), &parsed_recipe_of<Op>,
+            cost_at<rules::registry_find(r.grad)>};
   }
 }
-}  // namespace detail
 
-namespace detail {
+/// An operator running the rule registered under `Op`, with attributes `attrs`, in phase `ph`
+/// (its operands to add).
+template <fixed_string Op>
+constexpr operator_info operator_of(const typename rules::rule_for<Op>::attributes& attrs, std::string_view label = "",
+                                    phase ph = phase::forward) {
+  using rule = rules::rule_for<Op>;
+  operator_info o{Op.view(), label, {}, {}, attrs, &forward_thunk<rule>, &backward_thunk<rule>, ph};
+  if constexpr (rules::has_rule<Op>) o.cost = cost_at<rules::registry_find(Op.view())>;
+  return o;
+}
+
 template <std::size_t T, std::size_t O, std::size_t T2, std::size_t O2>
 class step_builder;
 }  // namespace detail
@@ -470,7 +522,7 @@ class plan {
     using rule = rules::rule_for<Op>;
     if (op_count_ == MaxOps)
       raise(make_error(error_kind::invalid_argument, "plan", "more than {} operators (raise plan's MaxOps)", MaxOps));
-    operator_info o{Op.view(), label, {}, {}, attrs, &detail::forward_thunk<rule>, &detail::backward_thunk<rule>};
+    operator_info o = detail::operator_of<Op>(attrs, label);
     o.recomputable = recomputable_;
     if constexpr (detail::find_grad_recipe(Op.view()) < detail::grad_recipe_count) o.grad = &detail::grad_thunk<Op>;
     for (auto t : inputs) o.inputs.push_back(checked(t));

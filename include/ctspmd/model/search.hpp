@@ -30,9 +30,13 @@
 ///    the product of the candidates (a decoder layer's residual stream is one layout again after
 ///    each block). The estimate of an operator, in seconds on the cluster: its reshards (the
 ///    collectives propagation would report, latency + bytes / bandwidth) twice (forward, and the
-///    backward pass's mirror of them), its FLOPs on a device three times (forward and backward),
-///    and each parameter's gradient all-reduced over the mesh dims on which another input of
-///    its operator is split but it is not (data parallelism). `max_states` bounds the states
+///    backward pass's mirror of them), its FLOPs on a device three times (forward and backward:
+///    the rule's, as the exact cost counts them, rules/cost_traits.hpp), and each parameter's
+///    gradient all-reduced over the mesh dims on which another input of its operator is split
+///    but it is not (data parallelism); seconds from the cluster's formulas (model/cluster.hpp).
+///    What the estimate leaves out, since no single operator knows it: peak memory (a lifetime
+///    spans operators), overlap of communication with compute, recomputation, the optimizer
+///    step and a pipeline's bubble. `max_states` bounds the states
 ///    after each operator (the cheapest are kept); exact while the distinct live layouts fit.
 ///    What makes it fast: a state holds its layouts as indices into a table of the distinct
 ///    layouts met (a few dozen), so states are small to copy and compare; an operator's rule runs
@@ -265,7 +269,7 @@ class layout_search {
     if (o.memory_limit < 0)
       raise(make_error(error_kind::invalid_argument, "search",
                        "memory_limit is {}: it must be positive (or 0: no limit)", o.memory_limit));
-    if (!(c.peak_flops > 0)) raise(make_error(error_kind::invalid_argument, "search", "the cluster's peak FLOP/s must be positive"));
+    c.check("search");
     if (o.zero_dim < -1 || o.zero_dim >= p.mesh().ndim())
       raise(make_error(error_kind::invalid_argument, "search", "zero_dim is {}: a mesh dim (the mesh has {} dims), or -1",
                        o.zero_dim, p.mesh().ndim()));
@@ -274,7 +278,8 @@ class layout_search {
     for (std::size_t t = 0; t < p.tensor_count(); ++t) {
       const auto& info = p.tensor_at(t);
       // A plan input, or the output of an `assign` (a reshard point: Paddle's `dist.reshard`).
-      const bool reshard_point = info.producer >= 0 && p.op_at(static_cast<size_t>(info.producer)).rule == "assign";
+      const bool reshard_point =
+          info.producer >= 0 && p.op_at(static_cast<size_t>(info.producer)).cost.kind == cost_kind::communication;
       if ((info.producer != -1 && !reshard_point) || info.annotated || info.role != tensor_role::value ||
           info.layout_of >= 0)
         continue;
@@ -521,18 +526,12 @@ class layout_search {
       const std::uint32_t group = product_group(from, to, m, kind);
       const std::int64_t n = group_size(mesh, group);
       grouped |= group;
-      if (kind == collective::local_slice || kind == collective::local_partial) continue;
-      s += 2 * seconds(m, static_cast<double>(reshard_bytes(kind, p_.tensor_at(t), from, n)));  // and backward's mirror
+      if (!moves_data(kind)) continue;
+      s += 2 * seconds(m, static_cast<double>(reshard_bytes(kind, p_.tensor_at(t).shape, p_.tensor_at(t).element_bytes, from, n)));  // and backward's mirror
     }
     return s;
   }
-  constexpr double seconds(std::int64_t m, double bytes) const {
-    const link& l = c_.links[static_cast<size_t>(m)];
-    if (!(l.bandwidth > 0))
-      raise(make_error(error_kind::invalid_argument, "search",
-                       "mesh dim {} sends collectives, but its link has no bandwidth", m));
-    return l.latency + bytes / (l.bandwidth * c_.communication_efficiency);
-  }
+  constexpr double seconds(std::int64_t m, double bytes) const { return c_.seconds(m, 1, bytes, "search"); }
   // (Shapes and layouts apart, not dist_tensor_specs: building one checks it, a cost in constant
   // evaluation.)
   static constexpr std::int64_t local(const tensor_shape& shape, const tensor_dist_attr& a, std::int64_t d) {
@@ -547,21 +546,15 @@ class layout_search {
     for (size_t d = 0; d < shape.size(); ++d) n *= static_cast<double>(local(shape, a, static_cast<std::int64_t>(d)));
     return n;
   }
-  // FLOPs a device computes for the operator, the estimate's, from its inputs as it reads them
-  // (`in`): a matmul or bmm 2 x (x's local elements) x n, attention 4 x (q's) x (k's length),
-  // others one per output element.
+  // FLOPs a device computes for the operator, from its inputs as it reads them (`in`) and its
+  // outputs (`out`): its rule's, as the cost counts them (rules/cost_traits.hpp).
   constexpr double flops(const operator_info& op, const dist_attrs& in, const dist_attrs& out) const {
-    const auto shape = [&](size_t k) -> const tensor_shape& { return p_.tensor_at(op.inputs[k]).shape; };
-    if (op.rule == "matmul" || op.rule == "matmul_v2" || op.rule == "bmm") {
-      const bool trans_y = op.rule != "bmm" && op.attributes.template get<rules::matmul_attributes>().trans_y;
-      return 2 * elements(shape(0), in[0]) *
-             (shape(1).size() < 2 ? 1 : static_cast<double>(local(shape(1), in[1], trans_y ? -2 : -1)));
-    }
-    if (op.rule == "flash_attention") return 4 * elements(shape(0), in[0]) * static_cast<double>(local(shape(1), in[1], 1));
-    if (op.rule == "assign" || op.rule == "reshape" || op.rule == "reshape2" || op.rule == "transpose") return 0;
-    double n = 0;
-    for (size_t j = 0; j < out.size(); ++j) n += elements(p_.tensor_at(op.outputs[j]).shape, out[j]);
-    return n;
+    local_operands li, lo;
+    for (size_t k = 0; k < op.inputs.size(); ++k)
+      li.push_back(p_.tensor_at(op.inputs[k]).shape, in[k], p_.tensor_at(op.inputs[k]).element_bytes);
+    for (size_t j = 0; j < op.outputs.size(); ++j)
+      lo.push_back(p_.tensor_at(op.outputs[j]).shape, out[j], p_.tensor_at(op.outputs[j]).element_bytes);
+    return static_cast<double>(op.flops(li, lo));
   }
 
   // Phase 0: the full search, `max_states` wide, once per layout of the first repeated block's
@@ -795,7 +788,7 @@ class layout_search {
         sync += seconds(m, 2 * (n - 1) / n * bytes);
       }
     }
-    const double compute = flops(op, *need, (pinned ? again_ : fwd_).outputs) / (c_.peak_flops * c_.compute_efficiency);
+    const double compute = c_.compute_seconds(flops(op, *need, (pinned ? again_ : fwd_).outputs), "search");
     r.cost = static_cast<double>(stp.weight) * (comm + 3 * compute + sync);
     for (size_t j = 0; j < op.outputs.size(); ++j) r.out.push_back(intern(fwd_.outputs[j]));
     r.ran = true;

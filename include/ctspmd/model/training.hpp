@@ -277,9 +277,8 @@ class step_builder {
   constexpr std::uint16_t gradient(size_t t) {
     if (s_.grad[t] != none || s_.part_head[t] == none) return s_.grad[t];
     if (s_.next_part[s_.part_head[t]] == none) return s_.grad[t] = s_.part_head[t];
-    operator_info sum{"add_n", p_.ops_[p_.tensors_[t].producer >= 0 ? static_cast<size_t>(p_.tensors_[t].producer) : 0].label,
-                      {}, {}, rules::add_n_attributes{}, &forward_thunk<rules::add_n>, &backward_thunk<rules::add_n>,
-                      phase::backward};
+    const auto producer = p_.tensors_[t].producer >= 0 ? static_cast<size_t>(p_.tensors_[t].producer) : 0;
+    operator_info sum = operator_of<"add_n">({}, p_.ops_[producer].label, phase::backward);
     if (p_.tensors_[t].producer < 0) sum.label = p_.tensors_[t].name;
     static_vector<std::uint16_t, max_operands> parts;
     for (auto c = s_.part_head[t]; c != none; c = s_.next_part[c]) {
@@ -328,6 +327,7 @@ class step_builder {
     const grad_operator g = op.grad(op);
     if (g.rule.empty()) return;
     operator_info b{g.rule, op.label, {}, {}, g.attributes, g.forward, g.backward, phase::backward};
+    b.cost = g.cost;
     const auto push = [&](auto& list, std::uint16_t t) {
       if (list.size() == max_operands)
         raise(make_error(error_kind::invalid_argument, op.name(), "operator {}'s grad operator has more than {} operands", i,
@@ -493,8 +493,7 @@ class step_builder {
     like.producer = -1;
     like.layout_of = -1;
     const auto to = add(like);
-    operator_info a{"assign", like.name, {}, {}, rules::elementwise_attributes{}, &forward_thunk<rules::elementwise>,
-                    &backward_thunk<rules::elementwise>, phase::optimizer};
+    operator_info a = operator_of<"assign">({}, like.name, phase::optimizer);
     a.inputs.push_back(from);
     a.outputs.push_back(to);
     emit(a);
@@ -519,8 +518,7 @@ class step_builder {
     master.role_of = static_cast<std::int64_t>(t);
     const auto master_in = options_.master_weights ? add(master) : s_.absent;
     state.annotated = false;
-    operator_info u{"adamw", param.name, {}, {}, rules::adamw_attributes{}, &forward_thunk<rules::adamw>,
-                    &backward_thunk<rules::adamw>, phase::optimizer};
+    operator_info u = operator_of<"adamw">({}, param.name, phase::optimizer);
     for (auto x : {param_in, grad_in, s_.learning_rate, moment1, moment2, s_.absent, s_.beta1_pow, s_.beta2_pow})
       u.inputs.push_back(x);
     if (options_.master_weights) u.inputs.push_back(master_in);
@@ -541,8 +539,7 @@ class step_builder {
     if (co_shard) {  // the updated shard, gathered to the parameter's layout
       updated.layout_of = static_cast<std::int64_t>(t);
       const auto whole = add(updated);
-      operator_info a{"assign", param.name, {}, {}, rules::elementwise_attributes{}, &forward_thunk<rules::elementwise>,
-                      &backward_thunk<rules::elementwise>, phase::optimizer};
+      operator_info a = operator_of<"assign">({}, param.name, phase::optimizer);
       a.inputs.push_back(updated_out);
       a.outputs.push_back(whole);
       emit(a);

@@ -25,6 +25,10 @@ struct bmm : rule_base<bmm, bmm_attributes> {
   static constexpr operand_count output_count{1};
 
   /// [b, m, n] from x [b, m, k] and y [b, k, n].
+  /// 2 x (x's local elements) x (y's local output length), per batch 2mnk.
+  static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes&) {
+    return matmul_flops(in, false);
+  }
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
     CTSPMD_TRY(check(in));
     return matmul::output_shapes(out, in, {});

@@ -33,6 +33,10 @@ struct bmm_grad : rule_base<bmm_grad, bmm_attributes> {
   static constexpr operand_count output_count{2};  // x_grad, y_grad
 
   /// x_grad and y_grad: x's and y's shapes.
+  /// Twice the forward bmm's.
+  static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes&) {
+    return ctspmd::detail::saturating_product(2, matmul_flops(in, false));
+  }
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
     return shapes_of(out, in, {0, 1});
   }

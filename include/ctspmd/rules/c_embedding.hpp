@@ -41,6 +41,7 @@ struct c_embedding_grad_attributes {
 /// The c_embedding rule.
 struct c_embedding : rule_base<c_embedding, c_embedding_attributes> {
   static constexpr std::string_view name = "c_embedding";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 

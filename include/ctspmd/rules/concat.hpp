@@ -113,6 +113,7 @@ constexpr status join_backward(spmd_info& info, spec_span in, const dist_tensor_
 /// The concat rule.
 struct concat : rule_base<concat, concat_attributes> {
   static constexpr std::string_view name = "concat";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count = operand_count::at_least(1);
   static constexpr operand_count output_count{1};
 
@@ -186,6 +187,7 @@ struct stack_attributes {
 /// The stack rule: n >= 1 tensors of one shape joined along a new dim at `axis`.
 struct stack : rule_base<stack, stack_attributes> {
   static constexpr std::string_view name = "stack";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count = operand_count::at_least(1);
   static constexpr operand_count output_count{1};
 

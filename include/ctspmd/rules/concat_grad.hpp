@@ -46,6 +46,7 @@ namespace ctspmd::rules {
 /// The concat grad rule.
 struct concat_grad : rule_base<concat_grad, concat_attributes> {
   static constexpr std::string_view name = "concat_grad";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count = operand_count::at_least(2);  // x1, ..., xn, out_grad
   static constexpr operand_count output_count = operand_count::at_least(1);  // x1_grad, ..., xn_grad
 

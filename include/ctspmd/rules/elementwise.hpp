@@ -173,6 +173,7 @@ struct cast_attributes {
 /// The cast rule: elementwise, with the input's partial status kept (see the file comment).
 struct cast : rule_base<cast, cast_attributes> {
   static constexpr std::string_view name = "cast";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
@@ -202,6 +203,11 @@ struct full_like_attributes {
 /// The full_like rule: out has x's shape and layout, not its values (see the file comment).
 struct full_like : rule_base<full_like, full_like_attributes> {
   static constexpr std::string_view name = "full_like";
+  static constexpr cost_kind kind = cost_kind::moves;
+  /// Writes its output; reads only its input's shape.
+  static constexpr std::int64_t bytes(const local_operands&, const local_operands& out, const attributes&) {
+    return out.total_bytes();
+  }
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 

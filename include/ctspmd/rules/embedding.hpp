@@ -35,6 +35,7 @@ struct embedding_attributes {
 /// The embedding rule.
 struct embedding : rule_base<embedding, embedding_attributes> {
   static constexpr std::string_view name = "embedding";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
 

@@ -49,6 +49,7 @@ struct expand_as_attributes {
 /// The expand_as rule.
 struct expand_as : rule_base<expand_as, expand_as_attributes> {
   static constexpr std::string_view name = "expand_as";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};  // x, y (optional)
   static constexpr operand_count output_count{1};
 

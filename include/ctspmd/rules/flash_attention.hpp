@@ -207,12 +207,30 @@ struct attention_kit {
 }  // namespace detail
 
 /// The flash_attention rule.
+/// Attention's FLOPs on a device: 4 x (q's local elements) x (k's local length), halved when causal.
+constexpr std::int64_t attention_flops(const local_operands& in, bool causal) {
+  return ctspmd::detail::saturating_product(ctspmd::detail::saturating_product(4, in.elements(0)), in.dim(1, 1)) / (causal ? 2 : 1);
+}
+
 struct flash_attention : rule_base<flash_attention, flash_attention_attributes> {
   static constexpr std::string_view name = "flash_attention";
   static constexpr operand_count input_count{3, 5};
   static constexpr operand_count output_count{4};
 
   /// out [b, sq, h, dv], softmax [b, h, sq, skv], softmax_lse [b, h, sq], seed_offset [2].
+  /// 4 x (q's local elements) x (k's local length): QKᵀ and the product with V, 2 x b s s' h d
+  /// each; halved when causal (the kernel skips the masked half).
+  static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes& a) {
+    return attention_flops(in, a.causal);
+  }
+  /// Its inputs read, its outputs written, but for the probabilities unless returned (the kernel
+  /// never writes them to memory).
+  static constexpr std::int64_t bytes(const local_operands& in, const local_operands& out, const attributes& a) {
+    std::int64_t n = in.total_bytes();
+    for (std::size_t j = 0; j < out.size(); ++j)
+      if (j != 1 || a.return_softmax) n = ctspmd::detail::saturating_sum(n, out.bytes(j));
+    return n;
+  }
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
     const auto sz = check(in);
     if (!sz) return sz.error();
@@ -287,6 +305,10 @@ struct flash_attention_grad : rule_base<flash_attention_grad, flash_attention_gr
   static constexpr operand_count output_count{3};
 
   /// q_grad, k_grad, v_grad: q's, k's and v's shapes.
+  /// Twice the forward's (the convention of model FLOPs).
+  static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes& a) {
+    return ctspmd::detail::saturating_product(2, attention_flops(in, a.causal));
+  }
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
     return shapes_of(out, in, {0, 1, 2});
   }

@@ -141,6 +141,7 @@ constexpr status gather_grad_infer(spmd_info& info, spec_span in, std::int64_t a
 /// The gather rule (see the file comment).
 struct gather : rule_base<gather, gather_attributes> {
   static constexpr std::string_view name = "gather";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
   /// x's shape with the axis replaced by the index's size (1-D index) or dropped (0-D index).
@@ -158,6 +159,7 @@ struct gather : rule_base<gather, gather_attributes> {
 /// The index_select rule: gather's, with a 1-D index (see the file comment).
 struct index_select : rule_base<index_select, gather_attributes> {
   static constexpr std::string_view name = "index_select";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
   /// x's shape with the axis replaced by the index's size.
@@ -218,6 +220,11 @@ struct index_select_grad : rule_base<index_select_grad, gather_attributes> {
 /// The one_hot rule (see the file comment).
 struct one_hot : rule_base<one_hot, one_hot_attributes> {
   static constexpr std::string_view name = "one_hot";
+  static constexpr cost_kind kind = cost_kind::moves;
+  /// Reads its indices, writes its output.
+  static constexpr std::int64_t bytes(const local_operands& in, const local_operands& out, const attributes&) {
+    return ctspmd::detail::saturating_sum(in.total_bytes(), out.total_bytes());
+  }
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
   /// x's shape, then num_classes (-1: unknown).

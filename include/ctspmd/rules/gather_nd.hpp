@@ -95,6 +95,7 @@ constexpr status gather_nd_infer(spmd_info& info, spec_span in, const dist_tenso
 /// The gather_nd rule (see the file comment).
 struct gather_nd : rule_base<gather_nd, gather_nd_attributes> {
   static constexpr std::string_view name = "gather_nd";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};
   static constexpr operand_count output_count{1};
   /// index's shape without its last dim k, then x's dims from k on.

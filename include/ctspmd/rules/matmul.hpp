@@ -47,6 +47,10 @@ struct matmul : rule_base<matmul, matmul_attributes> {
   /// [..., m, n] from x [..., m, k] and y [..., k, n] (each after its transpose, if any), the
   /// batch dims broadcast; a 1-D x is [k] (no m in the output), a 1-D y is [k] (no n), as in
   /// numpy's matmul. Transposing a 1-D operand is an error, as in forward.
+  /// 2mnk: 2 x (x's local elements) x (y's local output length) (rules/cost_traits.hpp).
+  static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes& a) {
+    return matmul_flops(in, a.trans_y);
+  }
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes& attrs) {
     const tensor_shape &x = in[0].shape(), &y = in[1].shape();
     if (x.empty() || y.empty())

@@ -86,6 +86,10 @@ struct matmul_grad : rule_base<matmul_grad, matmul_attributes> {
   static constexpr operand_count output_count{2};
 
   /// x_grad and y_grad: x's and y's shapes.
+  /// Twice the forward matmul's (x's and y's gradients, one matmul each).
+  static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes& a) {
+    return ctspmd::detail::saturating_product(2, matmul_flops(in, a.trans_y));
+  }
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
     return shapes_of(out, in, {0, 1});
   }

@@ -24,6 +24,11 @@ struct numel_attributes {};
 /// The numel rule (see the file comment).
 struct numel : rule_base<numel, numel_attributes> {
   static constexpr std::string_view name = "numel";
+  static constexpr cost_kind kind = cost_kind::moves;
+  /// Writes its scalar; reads only its input's shape.
+  static constexpr std::int64_t bytes(const local_operands&, const local_operands& out, const attributes&) {
+    return out.total_bytes();
+  }
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 

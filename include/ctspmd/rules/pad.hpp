@@ -52,6 +52,7 @@ struct pad_attributes {
 /// The pad rule.
 struct pad : rule_base<pad, pad_attributes> {
   static constexpr std::string_view name = "pad";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 

@@ -36,6 +36,7 @@ namespace ctspmd::rules {
 /// The pad grad rule.
 struct pad_grad : rule_base<pad_grad, pad_attributes> {
   static constexpr std::string_view name = "pad_grad";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};   // out_grad
   static constexpr operand_count output_count{1};  // x_grad
 

@@ -138,21 +138,35 @@ struct type_at<I, rule_list<Rules...>> {
 
 }  // namespace detail
 
+/// The index of rule type `Rule` in `registered_rules` (a compile error if it is not listed).
+template <class Rule>
+inline constexpr std::size_t index_of = [] {
+  static_assert(detail::rule_index<Rule, registered_rules> < registered_rules::size, "list the rule in registered_rules");
+  return detail::rule_index<Rule, registered_rules>;
+}();
+
 /// The I-th registered rule type.
 template <std::size_t I>
 using registered_rule = typename detail::type_at<I, registered_rules>::type;
 
-/// One registered operator name and its rule (an index into `registered_rules`).
+/// One registered operator name, its rule (an index into `registered_rules`) and its cost kind
+/// (rules/cost_traits.hpp): its rule's, unless the entry sets the name apart.
 struct registry_entry {
   std::string_view name;
   std::size_t rule = 0;
+  cost_kind kind = cost_kind::compute;
 };
 
 namespace detail {
 template <class Rule>
 constexpr registry_entry entry(std::string_view name) noexcept {
   static_assert(rule_index<Rule, registered_rules> < registered_rules::size, "list the rule in registered_rules");
-  return {name, rule_index<Rule, registered_rules>};
+  return {name, rule_index<Rule, registered_rules>, cost_kind_of<Rule>};
+}
+/// A name whose cost kind differs from its rule's.
+template <class Rule>
+constexpr registry_entry entry(std::string_view name, cost_kind kind) noexcept {
+  return {name, entry<Rule>(name).rule, kind};
 }
 }  // namespace detail
 
@@ -176,8 +190,8 @@ inline constexpr std::array registry = {
     detail::entry<argmin>("argmin"),
     detail::entry<elementwise>("asin"),
     detail::entry<elementwise>("asinh"),
-    detail::entry<elementwise>("assign"),
-    detail::entry<elementwise>("assign_out_"),
+    detail::entry<elementwise>("assign", cost_kind::communication),  // a reshard point
+    detail::entry<elementwise>("assign_out_", cost_kind::moves),     // a copy into its output
     detail::entry<elementwise>("atan"),
     detail::entry<elementwise>("atanh"),
     detail::entry<elementwise>("bernoulli"),

@@ -72,6 +72,7 @@ struct reshape_attributes {
 /// The reshape rule.
 struct reshape : rule_base<reshape, reshape_attributes> {
   static constexpr std::string_view name = "reshape";
+  static constexpr cost_kind kind = cost_kind::view;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
@@ -273,6 +274,7 @@ struct flatten_attributes {
 /// `invalid_argument`.
 struct flatten : rule_base<flatten, flatten_attributes> {
   static constexpr std::string_view name = "flatten";
+  static constexpr cost_kind kind = cost_kind::view;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 

@@ -39,6 +39,7 @@ struct reshape_grad_attributes {};
 /// The reshapes' gradient rule.
 struct reshape_grad : rule_base<reshape_grad, reshape_grad_attributes> {
   static constexpr std::string_view name = "reshape_grad";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};  // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 

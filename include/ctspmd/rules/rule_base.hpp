@@ -19,7 +19,9 @@
 ///   unknown) is written -1, which matches any declared size. A rule whose output shapes depend
 ///   on data leaves it out. A plan (model/plan.hpp) checks every operator whose rule has it
 ///   (`HasOutputShapes`) against the shapes the plan declares for its outputs; without it only
-///   the outputs' ranks are checked, during propagation.
+///   the outputs' ranks are checked, during propagation;
+/// - optionally, its cost traits: `kind`, `flops` and `bytes` (rules/cost_traits.hpp), each with
+///   a default by kind.
 /// Deriving from `rule_base<Rule, Attributes>` gives it its public API. rules/kit.hpp has the
 /// pieces rules are written with; rules/registry.hpp checks every registered rule against
 /// `SpmdRule` and names the first requirement it misses.
@@ -37,6 +39,7 @@
 #include <ctspmd/dist/spmd_info.hpp>
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
+#include <ctspmd/rules/cost_traits.hpp>
 
 namespace ctspmd {
 

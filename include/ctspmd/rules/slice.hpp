@@ -157,6 +157,7 @@ constexpr status slice_backward(spmd_info& info, const dist_tensor_spec& x, cons
 /// The slice rule.
 struct slice : rule_base<slice, slice_attributes> {
   static constexpr std::string_view name = "slice";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
@@ -182,6 +183,7 @@ struct slice : rule_base<slice, slice_attributes> {
 /// The strided_slice rule.
 struct strided_slice : rule_base<strided_slice, strided_slice_attributes> {
   static constexpr std::string_view name = "strided_slice";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 

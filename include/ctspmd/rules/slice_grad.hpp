@@ -68,6 +68,7 @@ constexpr status slice_grad_forward(spmd_info& info, spec_span in, const slice_n
 /// The slice grad rule.
 struct slice_grad : rule_base<slice_grad, slice_attributes> {
   static constexpr std::string_view name = "slice_grad";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};   // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 
@@ -88,6 +89,7 @@ struct slice_grad : rule_base<slice_grad, slice_attributes> {
 /// The strided_slice grad rule.
 struct strided_slice_grad : rule_base<strided_slice_grad, strided_slice_attributes> {
   static constexpr std::string_view name = "strided_slice_grad";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{2};   // x, out_grad
   static constexpr operand_count output_count{1};  // x_grad
 

@@ -52,6 +52,7 @@ struct split_attributes {
 /// The split rule.
 struct split : rule_base<split, split_attributes> {
   static constexpr std::string_view name = "split";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count = operand_count::at_least(1);  // as num or sections say
 

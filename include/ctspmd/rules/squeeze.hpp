@@ -48,6 +48,7 @@ struct squeeze_attributes {
 /// The squeeze rule.
 struct squeeze : rule_base<squeeze, squeeze_attributes> {
   static constexpr std::string_view name = "squeeze";
+  static constexpr cost_kind kind = cost_kind::view;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
@@ -96,6 +97,7 @@ struct unsqueeze_attributes {
 /// The unsqueeze rule (also `unsqueeze2`).
 struct unsqueeze : rule_base<unsqueeze, unsqueeze_attributes> {
   static constexpr std::string_view name = "unsqueeze";
+  static constexpr cost_kind kind = cost_kind::view;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 

@@ -41,6 +41,7 @@ namespace ctspmd::rules {
 /// The stack grad rule.
 struct stack_grad : rule_base<stack_grad, stack_attributes> {
   static constexpr std::string_view name = "stack_grad";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};                             // out_grad
   static constexpr operand_count output_count = operand_count::at_least(1);  // out_grad.shape[axis]
 

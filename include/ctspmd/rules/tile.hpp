@@ -104,6 +104,7 @@ constexpr status check_tiled(const dist_tensor_spec& got, const tile_notation& n
 /// The tile rule.
 struct tile : rule_base<tile, tile_attributes> {
   static constexpr std::string_view name = "tile";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 

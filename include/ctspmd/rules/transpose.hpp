@@ -49,6 +49,7 @@ struct transpose_attributes {
 /// The transpose rule.
 struct transpose : rule_base<transpose, transpose_attributes> {
   static constexpr std::string_view name = "transpose";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count{1};
 
@@ -134,6 +135,7 @@ struct transpose : rule_base<transpose, transpose_attributes> {
 /// The gradient rule of transpose: input out_grad; output x_grad (see the file comment).
 struct transpose_grad : rule_base<transpose_grad, transpose_attributes> {
   static constexpr std::string_view name = "transpose_grad";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};   // out_grad
   static constexpr operand_count output_count{1};  // x_grad
 

@@ -44,6 +44,7 @@ struct unbind_attributes {
 /// The unbind rule.
 struct unbind : rule_base<unbind, unbind_attributes> {
   static constexpr std::string_view name = "unbind";
+  static constexpr cost_kind kind = cost_kind::moves;
   static constexpr operand_count input_count{1};
   static constexpr operand_count output_count = operand_count::at_least(1);  // x.shape[axis]
 
