@@ -34,7 +34,7 @@ template <std::size_t I>
 constexpr bool has_traits() {
   constexpr const auto& e = rules::registry[I];
   constexpr const model::operator_cost& c = model::detail::cost_at<I>;
-  using rule = rules::registered_rule<e.rule>;
+  using rule = rules::registered_rule<rules::registry[I].rule>;
   if (c.flops == nullptr || c.bytes == nullptr || c.rule != e.rule) return false;
   const bool set_apart = e.name == "assign" || e.name == "assign_out_";
   if (set_apart == (c.kind == cost_kind_of<rule>)) return false;

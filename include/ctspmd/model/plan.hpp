@@ -159,9 +159,8 @@ namespace detail {
 /// The cost of registry entry `Entry`'s operators.
 template <std::size_t Entry>
 inline constexpr operator_cost cost_at = [] {
-  constexpr const auto& e = rules::registry[Entry];
-  using rule = rules::registered_rule<e.rule>;
-  return operator_cost{e.rule, e.kind, &flops_thunk<rule>, &bytes_thunk<rule>};
+  using rule = rules::registered_rule<rules::registry[Entry].rule>;
+  return operator_cost{rules::registry[Entry].rule, rules::registry[Entry].kind, &flops_thunk<rule>, &bytes_thunk<rule>};
 }();
 }  // namespace detail
 
