@@ -293,6 +293,13 @@ TEST_CASE("cost errors are spmd_errors naming what is wrong") {
               "set shard_optimizer_states_on");
   check_error([&] { (void)model::training_step(p, y, {.state_element_bytes = 0}); }, error_kind::invalid_argument,
               "state_element_bytes is 0");
+  // Element sizes no dtype has (1 to 16 bytes).
+  check_error([&] { (void)model::training_step(p, y, {.state_element_bytes = 17}); }, error_kind::invalid_argument,
+              "state_element_bytes is 17: a dtype's element has 1 to 16 bytes");
+  check_error([&] { (void)model::training_step(p, y, {.gradient_element_bytes = std::int64_t{1} << 40}); },
+              error_kind::invalid_argument, "gradient_element_bytes is 1099511627776");
+  check_error([] { (void)model::element_size::of_bytes(32); }, error_kind::invalid_argument,
+              "an element has 32 bytes: a dtype's element has 1 to 16");
   check_error([&] { (void)model::training_step(p, y, {.shard_optimizer_states_on = 0, .shard_optimizer_states_also_on = 7}); },
               error_kind::invalid_argument, "shard_optimizer_states_also_on is 7: a mesh dim (the mesh has");
   check_error([&] { (void)model::training_step(p, y, {.shard_optimizer_states_also_on = 0}); }, error_kind::invalid_argument,

@@ -22,3 +22,5 @@ static_assert(!process_mesh::check({2, -3}));
 static_assert(!process_mesh::check({1, 1, 1, 1, 1}));  // more dims than max_mesh_ndim = 4
 static_assert(process_mesh::check({1, 1, 1, 1}));
 static_assert(!constant_evaluates<[] { return process_mesh({0}); }>);
+static_assert(!process_mesh::check({}));  // a mesh has a dim at least (process_mesh() is "no mesh")
+static_assert(!constant_evaluates<[] { return process_mesh(tensor_shape{}); }>);

@@ -11,7 +11,12 @@ static_assert(rules::has_rule<"embedding"> && rules::has_rule<"lookup_table_v2">
 static_assert(!rules::has_rule<"embeding"> && !rules::has_rule<"">);
 static_assert(std::is_same_v<rules::rule_for<"matmul">, rules::matmul>);
 static_assert(std::is_same_v<rules::rule_for<"einsum">, rules::dynamic_einsum>);
-static_assert(rules::registry.size() == 236);
+// Every entry is found under its own name (the count is the registry's, not typed here).
+static_assert([] {
+  for (std::size_t i = 0; i < rules::registry.size(); ++i)
+    if (rules::registry_find(rules::registry[i].name) != i) return false;
+  return rules::registry.size() > 200;
+}());
 static_assert(rules::registry_find("matmul") < rules::registry.size() && rules::registry_find("matmull") == rules::registry.size());
 
 // Every Paddle name of the reference's rule list (and "einsum"), each to its rule.

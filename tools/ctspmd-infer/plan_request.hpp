@@ -243,7 +243,7 @@ class plan_reader {
   }
   static std::int64_t element_bytes(const json& v, const std::string& w) {
     if (v.contains("dtype") && v.contains("element_bytes")) bad_request(w + " gives both \"dtype\" and \"element_bytes\"");
-    if (v.contains("element_bytes")) return to_int(v.at("element_bytes"), w + ".element_bytes");
+    if (v.contains("element_bytes")) return element_bytes_in(v.at("element_bytes"), w + ".element_bytes", false);
     if (!v.contains("dtype")) return 4;
     const json& d = v.at("dtype");
     for (const auto& t : dtypes)
@@ -251,6 +251,13 @@ class plan_reader {
     std::string names;
     for (const auto& t : dtypes) (names += names.empty() ? "" : ", ") += t.name;
     bad_request(w + ".dtype must be one of " + names + " (or give \"element_bytes\"), not " + shown(d));
+  }
+  /// An element size: 1 to 16 bytes, what a dtype's element has (or 0, if `zero_allowed`).
+  static std::int64_t element_bytes_in(const json& v, const std::string& w, bool zero_allowed) {
+    const std::int64_t n = to_int(v, w);
+    if ((n == 0 && zero_allowed) || (n >= 1 && n <= model::element_size::max_bytes)) return n;
+    bad_request(w + " is " + std::to_string(n) + ": a dtype's element has 1 to 16 bytes" +
+                (zero_allowed ? " (0: the parameter's)" : ""));
   }
   /// A name declared twice in a scope is ambiguous there: such tensors are referred to by index.
   void declare(const std::string& name, tensor_id id) {
@@ -386,9 +393,10 @@ class plan_reader {
             mesh_dim(v.at("shard_optimizer_states_also_on"), "training.shard_optimizer_states_also_on");
       if (v.contains("zero_stage")) o.zero_stage = to_int(v.at("zero_stage"), "training.zero_stage");
       if (v.contains("state_element_bytes"))
-        o.state_element_bytes = to_int(v.at("state_element_bytes"), "training.state_element_bytes");
+        o.state_element_bytes = element_bytes_in(v.at("state_element_bytes"), "training.state_element_bytes", false);
       if (v.contains("gradient_element_bytes"))
-        o.gradient_element_bytes = to_int(v.at("gradient_element_bytes"), "training.gradient_element_bytes");
+        o.gradient_element_bytes =
+            element_bytes_in(v.at("gradient_element_bytes"), "training.gradient_element_bytes", true);
       o.master_weights = flag(v, "master_weights");
       o.keep_gathered_inputs = flag(v, "keep_gathered_inputs");
       if (v.contains("recompute")) {

@@ -50,7 +50,7 @@ class process_mesh {
 
   /// The empty mesh (no dims): what a default dist attr lives on.
   constexpr process_mesh() noexcept = default;
-  /// A mesh of the given shape; every size must be positive.
+  /// A mesh of the given shape: at least one dim, every size positive.
   constexpr process_mesh(const tensor_shape& shape) {  // NOLINT: implicit from a shape list by design
     check(shape).check();
     for (auto s : shape) shape_.push_back(static_cast<std::int32_t>(s));
@@ -58,6 +58,8 @@ class process_mesh {
 
   /// Checks a mesh shape without building the mesh.
   static constexpr status check(const tensor_shape& shape) {
+    if (shape.empty())
+      return make_error(error_kind::invalid_argument, "process_mesh", "a mesh has at least one dim (a single device: [1])");
     if (shape.size() > max_mesh_ndim)
       return make_error(error_kind::invalid_argument, "process_mesh",
                         "a mesh of {} dims exceeds max_mesh_ndim = {} (define CTSPMD_MAX_MESH_NDIM)", shape.size(),

@@ -6,14 +6,16 @@
 /// terms; the cost, the pipeline report, the layout search and the tools read them.
 ///
 /// Bytes each device sends, by ring algorithms, for a tensor whose local part (under the layout
-/// it has) is S bytes on a mesh dim of n devices: all-reduce 2(n-1)S/n, reduce-scatter
-/// (n-1)S/n, all-gather (n-1)S, all-to-all (n-1)S/n, local slice and local partial 0 (they move
-/// nothing: `moves_data`), a pipeline's send_recv S. Sizes unknown until run time (-1) give -1
-/// bytes. A tensor partial (with one reduce type) over several mesh dims that it needs
-/// replicated on them is one all-reduce over their product group (n the product of their sizes:
-/// a gradient reduced over dp and cp at once); so is one it needs split on one tensor dim over
-/// them (a co-shard) one reduce-scatter, and one split on one tensor dim over several mesh dims
-/// that it needs replicated on them one all-gather (ZeRO's shard over dp x cp).
+/// it has; the largest device's, each dim's parts rounded up) is S bytes on a mesh dim of n
+/// devices: all-reduce 2(n-1)S/n, reduce-scatter (n-1)S/n, all-gather (n-1)S, all-to-all
+/// (n-1)S/n, each rounded up, so that a collective that moves data never reports 0 bytes; local
+/// slice and local partial 0 (they move nothing: `moves_data`), a pipeline's send_recv S. Sizes
+/// unknown until run time (-1) give -1 bytes. A tensor partial (with one reduce type) over
+/// several mesh dims that it needs replicated on them is one all-reduce over their product group
+/// (n the product of their sizes: a gradient reduced over dp and cp at once); so is one it needs
+/// split on one tensor dim over them (a co-shard) one reduce-scatter, and one split on one
+/// tensor dim over several mesh dims that it needs replicated on them one all-gather (ZeRO's
+/// shard over dp x cp).
 
 #include <cstddef>
 #include <cstdint>
@@ -115,15 +117,14 @@ constexpr std::int64_t group_size(const process_mesh& mesh, std::uint32_t group)
 /// Bytes each device sends (see the file comment), over a group of `n` devices.
 constexpr std::int64_t reshard_bytes(collective c, const tensor_shape& shape, std::int64_t element_bytes,
                                      const tensor_dist_attr& from, std::int64_t n) {
-  std::int64_t local = element_bytes;
-  for (auto s : shape) {
-    if (s < 0) return -1;
-    local = saturating_product(local, s);
+  std::int64_t local = element_bytes;  // the largest device's part: each dim's parts rounded up
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0) return -1;
+    const std::int64_t parts = from.parts(d);
+    local = saturating_product(local, shape[d] / parts + (shape[d] % parts != 0));
   }
-  for (std::int64_t m = 0; m < from.process_mesh().ndim(); ++m)  // every mesh dim that shards it
-    if (from.sharded_tensor_dim(m) >= 0) local /= from.process_mesh().dim_size(m);
-  // (n - 1) local / n, rounded down, as local - ceil(local / n): no overflow.
-  const auto sent = [n](std::int64_t x) { return x - (x / n + (x % n != 0)); };
+  // (n - 1) x / n, rounded up (what moves data never rounds to 0), as x - floor(x / n): no overflow.
+  const auto sent = [n](std::int64_t x) { return x - x / n; };
   switch (c) {
     case collective::all_reduce: return sent(saturating_product(2, local));
     case collective::reduce_scatter:

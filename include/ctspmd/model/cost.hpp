@@ -664,8 +664,8 @@ class coster {
       const std::int64_t tokens = saturating_product(local_elements(op.outputs[1]), 4);
       for (auto m : a.mesh_dims_of(p_.tensor_at(logits).shape.size() - 1)) {
         const std::int64_t n = a.process_mesh().dim_size(m);
-        const std::int64_t twice = saturating_product(2, tokens);  // 2 (n - 1) tokens / n, without overflow
-        add(i, phase::forward, collective::all_reduce, m, 3 * runs(i), twice - (twice / n + (twice % n != 0)));
+        const std::int64_t twice = saturating_product(2, tokens);  // 2 (n - 1) tokens / n rounded up, no overflow
+        add(i, phase::forward, collective::all_reduce, m, 3 * runs(i), twice - twice / n);
       }
     }
     if (stage3 && op.phase == phase::optimizer && runs_rule<rules::adamw>(i)) {

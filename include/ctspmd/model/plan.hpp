@@ -169,8 +169,12 @@ inline constexpr operator_cost cost_at = [] {
 /// `p.tensor("x", {8}, {0})` can only mean the dims mapping {0}.)
 class element_size {
  public:
+  /// The largest element of any dtype (complex128).
+  static constexpr std::int64_t max_bytes = 16;
   static constexpr element_size of_bytes(std::int64_t n) {
-    if (n <= 0) raise(make_error(error_kind::invalid_argument, "element_size", "an element has {} bytes", n));
+    if (n <= 0 || n > max_bytes)
+      raise(make_error(error_kind::invalid_argument, "element_size",
+                       "an element has {} bytes: a dtype's element has 1 to {}", n, max_bytes));
     element_size e;
     e.bytes_ = n;
     return e;

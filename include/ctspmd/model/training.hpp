@@ -179,8 +179,12 @@ class step_builder {
     if (o.zero_stage < 0 || o.zero_stage > 3) bad("zero_stage is {}: ZeRO's stages are 1, 2 and 3", o.zero_stage);
     if (o.zero_stage > 0 && o.shard_optimizer_states_on < 0)
       bad("zero_stage {} shards over a data-parallel mesh dim: set shard_optimizer_states_on", o.zero_stage);
-    if (o.state_element_bytes <= 0) bad("state_element_bytes is {}", o.state_element_bytes);
-    if (o.gradient_element_bytes < 0) bad("gradient_element_bytes is {}", o.gradient_element_bytes);
+    constexpr std::int64_t most = element_size::max_bytes;
+    if (o.state_element_bytes <= 0 || o.state_element_bytes > most)
+      bad("state_element_bytes is {}: a dtype's element has 1 to 16 bytes", o.state_element_bytes);
+    if (o.gradient_element_bytes < 0 || o.gradient_element_bytes > most)
+      bad("gradient_element_bytes is {}: a dtype's element has 1 to 16 bytes (0: the parameter's)",
+          o.gradient_element_bytes);
   }
 
   constexpr void copy_forward() {
