@@ -7,6 +7,12 @@
 /// Operands are `dist_tensor_spec`s, whose constructors have already checked them (ranks up to
 /// `max_rank`, dims mappings and partial dims against the mesh, sizes >= -1); the rule checks
 /// operand counts, ranks and attribute values. Every failure throws `spmd_error`.
+///
+/// Separate compilation: the by-name table instantiates every registered rule's by-name code,
+/// which each translation unit including this header compiles again (some 20 s a unit with GCC
+/// at -O3). A program of many units may define `CTSPMD_RUNTIME_SEPARATE` in all of them and,
+/// in exactly one, `CTSPMD_RUNTIME_IMPLEMENTATION` too, before including this header: that one
+/// compiles the table and the functions below, the others see their declarations only.
 
 #include <algorithm>
 #include <array>
@@ -21,6 +27,15 @@
 #include <ctspmd/dist/format.hpp>
 #include <ctspmd/rules/reflection.hpp>
 #include <ctspmd/runtime/attributes.hpp>
+
+#if defined(CTSPMD_RUNTIME_SEPARATE) && !defined(CTSPMD_RUNTIME_IMPLEMENTATION)
+#define CTSPMD_RUNTIME_DECLARATIONS_ONLY
+#endif
+#ifdef CTSPMD_RUNTIME_SEPARATE
+#define CTSPMD_RUNTIME_INLINE
+#else
+#define CTSPMD_RUNTIME_INLINE inline
+#endif
 
 namespace ctspmd::runtime {
 
@@ -124,21 +139,38 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b, std::si
 
 }  // namespace detail
 
+#ifdef CTSPMD_RUNTIME_DECLARATIONS_ONLY
+extern const std::array<rule_entry, rules::registry.size()> rule_table;
+const rule_entry* find_rule(std::string_view op) noexcept;
+bool has_rule(std::string_view op) noexcept;
+const rule_entry& rule(std::string_view op);
+spmd_info infer_forward(std::string_view op, std::span<const dist_tensor_spec> inputs, const attribute_map& attrs = {},
+                        semantics s = semantics::fluid);
+spmd_info infer_backward(std::string_view op, std::span<const dist_tensor_spec> inputs,
+                         std::span<const dist_tensor_spec> outputs, const attribute_map& attrs = {},
+                         semantics s = semantics::fluid);
+#else
 /// Every registered operator, sorted by name (the registry's order).
+#ifdef CTSPMD_RUNTIME_SEPARATE
+extern const std::array<rule_entry, rules::registry.size()> rule_table;
+constexpr std::array<rule_entry, rules::registry.size()> rule_table =
+    detail::make_table(std::make_index_sequence<rules::registry.size()>{});
+#else
 inline constexpr auto rule_table = detail::make_table(std::make_index_sequence<rules::registry.size()>{});
+#endif
 
 /// The entry of `op`, or null.
-inline const rule_entry* find_rule(std::string_view op) noexcept {
+CTSPMD_RUNTIME_INLINE const rule_entry* find_rule(std::string_view op) noexcept {
   const auto it = std::lower_bound(rule_table.begin(), rule_table.end(), op,
                                    [](const rule_entry& e, std::string_view name) { return e.name < name; });
   return it != rule_table.end() && it->name == op ? &*it : nullptr;
 }
 
 /// True if a rule is registered under `op`.
-inline bool has_rule(std::string_view op) noexcept { return find_rule(op) != nullptr; }
+CTSPMD_RUNTIME_INLINE bool has_rule(std::string_view op) noexcept { return find_rule(op) != nullptr; }
 
 /// The entry of `op`; an unknown name is `not_found`, with the closest known names.
-inline const rule_entry& rule(std::string_view op) {
+CTSPMD_RUNTIME_INLINE const rule_entry& rule(std::string_view op) {
   if (const auto* e = find_rule(op)) return *e;
   std::size_t best = op.size() / 3 + 2;  // farther than this is no suggestion
   std::string closest;
@@ -161,18 +193,22 @@ inline const rule_entry& rule(std::string_view op) {
 }
 
 /// Forward inference of operator `op` from its inputs, under semantics `s`.
-inline spmd_info infer_forward(std::string_view op, std::span<const dist_tensor_spec> inputs,
-                               const attribute_map& attrs = {}, semantics s = semantics::fluid) {
+CTSPMD_RUNTIME_INLINE spmd_info infer_forward(std::string_view op, std::span<const dist_tensor_spec> inputs,
+                                              const attribute_map& attrs = {}, semantics s = semantics::fluid) {
   return rule(op).forward(op, inputs, attrs, s);
 }
 
 /// Backward inference of operator `op`: the inputs its outputs require, under semantics `s`.
-inline spmd_info infer_backward(std::string_view op, std::span<const dist_tensor_spec> inputs,
-                                std::span<const dist_tensor_spec> outputs, const attribute_map& attrs = {},
-                                semantics s = semantics::fluid) {
+CTSPMD_RUNTIME_INLINE spmd_info infer_backward(std::string_view op, std::span<const dist_tensor_spec> inputs,
+                                               std::span<const dist_tensor_spec> outputs,
+                                               const attribute_map& attrs = {}, semantics s = semantics::fluid) {
   return rule(op).backward(op, inputs, outputs, attrs, s);
 }
+#endif
 
 }  // namespace ctspmd::runtime
+
+#undef CTSPMD_RUNTIME_INLINE
+#undef CTSPMD_RUNTIME_DECLARATIONS_ONLY
 
 #endif

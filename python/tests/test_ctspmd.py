@@ -289,6 +289,8 @@ def test_precondition_not_met():
      "mesh_names has 1 names, but the mesh has 2 dims: give one name per mesh dim"),
     (lambda: infer_backward("matmul", [2, 3], [dm([64, 32]), dm([32, 48])], [dm([64, 48], [0, 1]), dm([1])]),
      None),
+    (lambda: infer_forward("relu", [], [dm([8, 8])]),
+     "process_mesh: a mesh has at least one dim (a single device: [1])"),
 ])
 def test_invalid_argument(call, message):
     with pytest.raises(SpmdError) as e:

@@ -206,12 +206,13 @@ struct attention_kit {
 
 }  // namespace detail
 
-/// The flash_attention rule.
 /// Attention's FLOPs on a device: 4 x (q's local elements) x (k's local length), halved when causal.
 constexpr std::int64_t attention_flops(const local_operands& in, bool causal) {
-  return ctspmd::detail::saturating_product(ctspmd::detail::saturating_product(4, in.elements(0)), in.dim(1, 1)) / (causal ? 2 : 1);
+  using ctspmd::detail::saturating_product;
+  return saturating_product(saturating_product(4, in.elements(0)), in.dim(1, 1)) / (causal ? 2 : 1);
 }
 
+/// The flash_attention rule.
 struct flash_attention : rule_base<flash_attention, flash_attention_attributes> {
   static constexpr std::string_view name = "flash_attention";
   static constexpr operand_count input_count{3, 5};
