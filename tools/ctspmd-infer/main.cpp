@@ -108,7 +108,10 @@ Plan response:
             "collectives": {PHASE: {COLLECTIVE: {"count", "bytes", "seconds",
                                                  "mesh_dims": [{"mesh_dim", "count", "bytes", "seconds"}, ...]}}},
             "compute_seconds", "communication_seconds", "step_seconds", "overlapped_step_seconds",
-            "mfu", "overlapped_mfu"},   (with "training", "cluster" or "pipeline"; figures per device)
+            "mfu", "overlapped_mfu",
+            "saturated": ["flops.forward", ...] (only when a figure overflowed int64: it is listed,
+            with the times and rates derived from it, and is not to be trusted)},
+           (with "training", "cluster" or "pipeline"; figures per device)
    "pipeline": {"stages": [{"first_layer", "layers", "parameters", "gradients", "optimizer_states",
                             "activations" (per micro-batch), "in_flight", "memory", "flops", "sends",
                             "send_bytes", "compute_seconds", "communication_seconds", "send_seconds"

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,7 +64,20 @@ json tensor_json(const Plan& p, const Propagation& r, std::size_t t, const ctspm
   return o;
 }
 
-/// The cost `c` of plan `p` in a plan answer.
+/// Appends to `out` the paths (`at` first, dot-separated) of the integer figures of `j` at int64's
+/// largest value: a figure that overflowed saturates there, and so does every sum it enters.
+inline void saturated_paths(const json& j, const std::string& at, json& out) {
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) saturated_paths(value, at.empty() ? key : at + "." + key, out);
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i) saturated_paths(j[i], at + "." + std::to_string(i), out);
+  } else if (j.is_number_integer() && j.get<std::int64_t>() == std::numeric_limits<std::int64_t>::max()) {
+    out.push_back(at);
+  }
+}
+
+/// The cost `c` of plan `p` in a plan answer. A figure that overflowed int64 is not a number to
+/// trust: the answer lists it under "saturated", with the times and rates derived from it.
 template <class Plan>
 json cost_json(const Plan& p, const model::step_cost& c) {
   const auto& m = c.memory();
@@ -80,7 +94,7 @@ json cost_json(const Plan& p, const model::step_cost& c) {
                  [std::string(model::to_string(static_cast<model::collective>(k)))] = {
                      {"count", t.count}, {"bytes", t.bytes}, {"seconds", t.seconds}, {"mesh_dims", mesh_dims}};
     }
-  return {{"memory",
+  json out = {{"memory",
            {{"parameters", m.parameters},
             {"gradients", m.gradients},
             {"optimizer_states", m.optimizer_states},
@@ -103,6 +117,21 @@ json cost_json(const Plan& p, const model::step_cost& c) {
           {"overlapped_step_seconds", c.overlapped_step_seconds()},
           {"mfu", c.mfu()},
           {"overlapped_mfu", c.overlapped_mfu()}};
+  json saturated = json::array();
+  saturated_paths(out, "", saturated);
+  if (saturated.empty()) return out;
+  bool compute = false, communication = false;
+  for (const auto& path : saturated) {
+    const auto& at = path.get_ref<const std::string&>();
+    compute = compute || at.rfind("flops.", 0) == 0;
+    communication = communication || at.rfind("collectives.", 0) == 0;
+  }
+  if (compute) saturated.push_back("compute_seconds");
+  if (communication) saturated.push_back("communication_seconds");
+  for (const char* derived : {"step_seconds", "overlapped_step_seconds", "mfu", "overlapped_mfu"})
+    if (compute || communication) saturated.push_back(derived);
+  out["saturated"] = saturated;
+  return out;
 }
 
 /// The answer to a propagated plan `p` (`r`): every tensor's layout, the reshards and their totals.

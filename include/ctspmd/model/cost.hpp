@@ -72,7 +72,10 @@
 /// nodes: NVLink (450 GB/s, 5 us) for the mesh's last dims as long as their product fits in a
 /// node, InfiniBand (50 GB/s per GPU, 10 us) for the others, 989.4 dense bf16 TFLOP/s.
 ///
-/// A size unknown until run time (-1) is an error: costs need every size.
+/// A size unknown until run time (-1) is an error: costs need every size. A figure that overflows
+/// int64 saturates at its largest value, and so does every sum it enters (compare with
+/// `std::numeric_limits<std::int64_t>::max()`; the JSON tool lists such figures under
+/// "saturated").
 
 #include <array>
 #include <cstddef>
