@@ -527,7 +527,9 @@ class layout_search {
       const std::int64_t n = group_size(mesh, group);
       grouped |= group;
       if (!moves_data(kind)) continue;
-      s += 2 * seconds(m, static_cast<double>(reshard_bytes(kind, p_.tensor_at(t).shape, p_.tensor_at(t).element_bytes, from, n)));  // and backward's mirror
+      const auto& info = p_.tensor_at(t);
+      const auto bytes = reshard_bytes(kind, info.shape, info.element_bytes, from, n);
+      s += 2 * seconds(m, static_cast<double>(bytes));  // and backward's mirror
     }
     return s;
   }
