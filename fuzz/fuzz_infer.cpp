@@ -1129,6 +1129,48 @@ void check_plan_response(std::string_view line, const ctspmd_infer::response& r)
           fail("a cost's mesh dims do not add up to its totals", r.line);
       }
   }
+  if (plan.contains("pipeline") != response.contains("pipeline")) fail("a pipeline asked for and not given", r.line);
+  if (response.contains("pipeline")) {
+    const json& p = response.at("pipeline");
+    const json& stages = p.at("stages");
+    if (stages.empty()) fail("a pipeline without stages", r.line);
+    std::int64_t peak = -1;
+    for (const auto& st : stages) {
+      for (const char* k : {"layers", "parameters", "gradients", "optimizer_states", "activations", "in_flight", "memory",
+                            "flops", "sends", "send_bytes"})
+        if (st.at(k).get<std::int64_t>() < 0) fail("a pipeline stage has a negative figure", r.line);
+      for (const char* k : {"compute_seconds", "communication_seconds", "send_seconds", "optimizer_seconds"})
+        if (!(st.at(k).get<double>() >= 0)) fail("a pipeline stage has a negative or NaN time", r.line);
+      peak = std::max(peak, st.at("memory").get<std::int64_t>());
+    }
+    const auto at = p.at("peak_stage").get<std::size_t>();
+    if (at >= stages.size() || p.at("peak_memory").get<std::int64_t>() != peak ||
+        stages[at].at("memory").get<std::int64_t>() != peak)
+      fail("a pipeline's peak is not its largest stage's memory", r.line);
+    const double bubble = p.at("bubble_fraction").get<double>(), ideal = p.at("ideal_seconds").get<double>();
+    if (!(bubble >= 0 && ideal >= 0 && p.at("step_seconds").get<double>() >= ideal) || p.at("micro_batches").get<std::int64_t>() < 1)
+      fail("a pipeline's bubble, times or micro-batches are out of range", r.line);
+  }
+  if (plan.contains("search") != response.contains("search")) fail("a search asked for and not given", r.line);
+  if (response.contains("search")) {
+    const json& f = response.at("search");
+    const json& found = f.at("plans");
+    if (found.empty()) fail("a search answer without plans", r.line);
+    double last = 0;
+    for (const auto& q : found) {
+      const double seconds = q.at("step_seconds").get<double>();
+      if (!(seconds >= last)) fail("a search's plans are not best first", r.line);
+      last = seconds;
+      for (const auto& [name, a] : q.at("layouts").items()) check_attr_json(to_dims_form(a, named, -1, r.line), -1, ndim, r.line);
+    }
+    if (!response.contains("cost") || response.at("cost").at("step_seconds") != found.front().at("step_seconds"))
+      fail("a search's answer is not its best plan's", r.line);
+    const json& o = plan.at("search");
+    const auto max_work = o.contains("max_work") ? o.at("max_work").get<std::size_t>() : ctspmd::model::search_options{}.max_work;
+    if ((max_work > 0 && f.at("work").get<std::size_t>() > max_work) ||
+        f.at("infeasible").get<std::size_t>() > f.at("evaluations").get<std::size_t>())
+      fail("a search's work exceeds its budget, or more infeasible plans than evaluated", r.line);
+  }
   const bool want_svg = request.contains("svg") && request.at("svg") == true;
   if (want_svg != response.contains("svg")) fail("a picture asked for and not given, or given unasked", r.line);
   if (want_svg && (!response.at("svg").is_string() || !well_formed_svg(response.at("svg").get_ref<const std::string&>())))
@@ -1253,6 +1295,31 @@ json decode_plan(FuzzedDataProvider& fdp) {
     if (rare(fdp, 4)) training["keep_gathered_inputs"] = true;
     plan["training"] = training;
   }
+  if (plan.contains("training") && rare(fdp, 4)) {  // a layout search, kept small (its budget too)
+    json search = json::object();
+    if (fdp.ConsumeBool()) search["candidates"] = fdp.ConsumeIntegralInRange<int>(rare(fdp, 16) ? -1 : 1, 4);
+    if (fdp.ConsumeBool()) search["keep"] = fdp.ConsumeIntegralInRange<int>(0, rare(fdp, 16) ? 20 : 2);
+    search["max_states"] = fdp.ConsumeIntegralInRange<int>(rare(fdp, 16) ? 0 : 1, 8);
+    search["max_work"] = rare(fdp, 8) ? fdp.ConsumeIntegralInRange<std::int64_t>(-1, 100) : 200'000;
+    if (rare(fdp, 4)) search["memory_limit"] = rare(fdp, 4) ? interesting_int(fdp) : fdp.ConsumeIntegralInRange<std::int64_t>(0, 1 << 20);
+    if (rare(fdp, 4)) search["zero_dim"] = rare(fdp, 4) ? json("dp") : json(fdp.ConsumeIntegralInRange<int>(-2, 3));
+    if (rare(fdp, 4)) search["try_recompute"] = true;
+    if (fdp.ConsumeBool()) search["co_shard"] = fdp.ConsumeBool();
+    plan["search"] = search;
+  }
+  if (rare(fdp, 4)) {  // pipeline stages over a mesh dim
+    json pipeline = {{"mesh_dim", rare(fdp, 4) ? json("pp") : json(fdp.ConsumeIntegralInRange<int>(rare(fdp, 16) ? -1 : 0, 3))}};
+    if (fdp.ConsumeBool()) pipeline["micro_batches"] = rare(fdp, 8) ? interesting_int(fdp) : fdp.ConsumeIntegralInRange<std::int64_t>(1, 8);
+    if (fdp.ConsumeBool()) pipeline["schedule"] = pick(fdp, {"1f1b", "gpipe", "interleaved", "zigzag"});
+    if (rare(fdp, 4)) pipeline["chunks"] = rare(fdp, 8) ? interesting_int(fdp) : fdp.ConsumeIntegralInRange<std::int64_t>(1, 3);
+    if (rare(fdp, 4)) {
+      json layers = json::array();
+      for (int s = fdp.ConsumeIntegralInRange<int>(0, 5); s > 0; --s)
+        layers.push_back(rare(fdp, 8) ? interesting_int(fdp) : fdp.ConsumeIntegralInRange<std::int64_t>(0, 4));
+      pipeline["stage_layers"] = layers;
+    }
+    plan["pipeline"] = pipeline;
+  }
   if (rare(fdp, 4)) {
     if (fdp.ConsumeBool()) {
       plan["cluster"] = "h100";
@@ -1269,10 +1336,29 @@ json decode_plan(FuzzedDataProvider& fdp) {
   return request;
 }
 
+/// Plan requests by surface (training, cluster, pipeline, search): answered, refused. Printed to
+/// stderr at each power of two of plans, for fuzz/README.md's records.
+void count_plan(const json& plan, bool ok) {
+  static const char* const surfaces[] = {"training", "cluster", "pipeline", "search"};
+  static std::int64_t answered[4], refused[4], plans = 0;
+  for (std::size_t k = 0; k < 4; ++k)
+    if (plan.contains(surfaces[k])) ++(ok ? answered : refused)[k];
+  ++plans;
+  if ((plans & (plans - 1)) != 0 || plans < 1024) return;
+  std::fprintf(stderr, "plans %lld:", static_cast<long long>(plans));
+  for (std::size_t k = 0; k < 4; ++k)
+    std::fprintf(stderr, " %s %lld answered %lld refused;", surfaces[k], static_cast<long long>(answered[k]),
+                 static_cast<long long>(refused[k]));
+  std::fprintf(stderr, "\n");
+}
+
 void fuzz_plan(FuzzedDataProvider& fdp) {
-  const std::string line = decode_plan(fdp).dump(-1, ' ', false, json::error_handler_t::replace);  // random text: not UTF-8
+  const json request = decode_plan(fdp);
+  const std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace);  // random text: not UTF-8
   current_call = line;
-  check_plan_response(line, ctspmd_infer::handle(line));
+  const auto r = ctspmd_infer::handle(line);
+  check_plan_response(line, r);
+  count_plan(request.at("plan"), r.ok);
 }
 
 

@@ -375,6 +375,23 @@ TEST_CASE("search: its estimate counts each operator's FLOPs as the exact cost d
   CHECK(best.estimate == doctest::Approx(3 * forward / (free.peak_flops * free.compute_efficiency)).epsilon(1e-9));
 }
 
+TEST_CASE("search: the layout search stops at its budget of work (max_work) with an error saying so") {
+  const auto p = std::make_unique<plan_type>(mlp());
+  const auto r = model::search(*p, loss, slow_fast());
+  REQUIRE(r.ok());
+  REQUIRE(r.work > 0);
+  CHECK(r.work <= model::search_options{}.max_work);
+  // The same search within a budget of exactly its work, and one unit short of it.
+  const auto exact = model::search(*p, loss, slow_fast(), {.max_work = r.work});
+  REQUIRE(exact.ok());
+  CHECK(exact.work == r.work);
+  CHECK(exact.best().layouts == r.best().layouts);
+  check_error([&] { model::search(*p, loss, slow_fast(), {.max_work = r.work - 1}); }, error_kind::invalid_argument,
+              "took more than max_work = ");
+  // 0: no budget.
+  CHECK(model::search(*p, loss, slow_fast(), {.max_work = 0}).work == r.work);
+}
+
 TEST_CASE("search: bad input is an spmd_error naming it") {
   const auto p = std::make_unique<plan_type>(mlp());
   check_error([&] { model::search(*p, loss, slow_fast(), {.candidates = 0}); }, error_kind::invalid_argument,

@@ -91,7 +91,8 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
   CLUSTER: {"links": [{"bandwidth": 5e10, "latency": 1e-5}, ...one per mesh dim], "peak_flops": 9.894e14,
             "compute_efficiency": 1, "communication_efficiency": 1}
   SEARCH: {"memory_limit": bytes a device (0: none), "candidates": 16, "keep": 3, "max_states": 64,
-           "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false, "co_shard": false}
+           "max_work": 1000000000 (the layout search's budget, 0: none: a search that would take more is
+           an error), "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false, "co_shard": false}
   PIPELINE: {"mesh_dim": "pp" (or a mesh dim: no tensor split over it), "micro_batches": 1,
              "schedule": "1f1b" | "gpipe" | "interleaved", "chunks": 1, "stage_layers": [7, 8, ..., 7]}
 Plan response:
@@ -123,7 +124,7 @@ Plan response:
    "search": {"plans": [{"layouts": {"w1": ATTR, ...}, "zero_stage", "recompute", "step_seconds",
                          "peak_memory", "estimate_seconds", "greedy"}, ...] (best first: the answer's plan;
                          a name two chosen tensors share: each keyed by its index),
-              "greedy": {...}, "states", "evaluations", "infeasible"},   (with "search")
+              "greedy": {...}, "states", "work", "evaluations", "infeasible"},   (with "search")
    "svg": "<svg ...>...</svg>"}   (with "svg": true)
   ATTR as above, in the plan's layout form. A failing plan's error names where:
   {"error": {"kind": ..., "message": "operators[3] (operator 3 'fc2'): ...", "at": "operators[3]",

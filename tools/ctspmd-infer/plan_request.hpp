@@ -509,7 +509,8 @@ class plan_reader {
   model::search_options read_search(const json& v, const model::training_options& training) const {
     model::search_options o;
     o.training = training;
-    check_fields(v, "\"search\"", {"memory_limit", "candidates", "keep", "max_states", "zero_dim", "try_recompute", "co_shard"});
+    check_fields(v, "\"search\"", {"memory_limit", "candidates", "keep", "max_states", "max_work", "zero_dim", "try_recompute",
+                                   "co_shard"});
     const auto count = [&](const char* field, std::size_t& into) {
       if (!v.contains(field)) return;
       const auto n = to_int(v.at(field), std::string("search.") + field);
@@ -520,6 +521,7 @@ class plan_reader {
     count("candidates", o.candidates);
     count("keep", o.keep);
     count("max_states", o.max_states);
+    count("max_work", o.max_work);
     if (v.contains("zero_dim")) o.zero_dim = mesh_dim(v.at("zero_dim"), "search.zero_dim");
     o.try_recompute = flag(v, "try_recompute", "search.");
     o.co_shard = flag(v, "co_shard", "search.");
@@ -547,7 +549,7 @@ class plan_reader {
   json search_json(const model::search_result& r) const {
     json plans = json::array();
     for (const auto& p : r.plans) plans.push_back(searched_json(p));
-    json out = {{"plans", plans}, {"states", r.states}, {"evaluations", r.evaluations}, {"infeasible", r.infeasible}};
+    json out = {{"plans", plans}, {"states", r.states}, {"work", r.work}, {"evaluations", r.evaluations}, {"infeasible", r.infeasible}};
     if (r.greedy_feasible) out["greedy"] = searched_json(r.greedy);
     return out;
   }
