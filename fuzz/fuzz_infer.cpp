@@ -1179,6 +1179,58 @@ void check_plan_response(std::string_view line, const ctspmd_infer::response& r)
   if (ctspmd_infer::handle(line).line != r.line) fail("a plan request answered twice differently", r.line);
 }
 
+/// A small model's tensors and operators: x [b, h] (its batch sometimes split), a linear layer, a
+/// repeated block of linear layers with GeLU, a softmax; weights laid out at random when
+/// `annotate` (else left to a search). Tensors are named t<i> with `shapes[i]` their shapes.
+void model_body(FuzzedDataProvider& fdp, std::size_t ndim, bool annotate, json& tensors, json& operators,
+                std::vector<std::vector<std::int64_t>>& shapes) {
+  static constexpr std::int64_t batches[] = {8, 4, 16, 2, 32}, widths[] = {16, 8, 32, 64, 12};
+  const std::int64_t b = pick(fdp, batches), h = pick(fdp, widths);
+  const auto tensor = [&](std::vector<std::int64_t> shape, bool parameter, bool laid_out, json& into) {
+    const std::string name = "t" + std::to_string(shapes.size());
+    json t = {{"name", name}, {"shape", shape}};
+    if (parameter) t["parameter"] = true;
+    if (laid_out) {
+      raw_operand o;
+      o.shape = shape;
+      decode_layout(fdp, o, ndim, nullptr);
+      const json j = operand_json(o);
+      for (const char* k : {"dims_mapping", "partial", "partial_reduce"})
+        if (j.contains(k)) t[k] = j.at(k);
+    }
+    if (rare(fdp, 8)) t["dtype"] = "bfloat16";
+    into.push_back(t);
+    shapes.push_back(std::move(shape));
+    return name;
+  };
+  json x = {{"name", "t0"}, {"shape", {b, h}}};
+  if (ndim > 1 && fdp.ConsumeBool()) x["dims_mapping"] = {rare(fdp, 4) ? static_cast<std::int64_t>(ndim - 1) : 0, -1};
+  tensors.push_back(x);
+  shapes.push_back({b, h});
+  const auto linear = [&](const std::string& in, json& ts, json& ops, const char* activation) {
+    const std::string w = tensor({h, h}, true, annotate && fdp.ConsumeBool(), ts);
+    const std::string y = tensor({b, h}, false, false, ts);
+    ops.push_back({{"op", "matmul"}, {"inputs", {in, w}}, {"outputs", {y}}});
+    if (activation == nullptr) return y;
+    const std::string a = tensor({b, h}, false, false, ts);
+    ops.push_back({{"op", activation}, {"inputs", {y}}, {"outputs", {a}}});
+    return a;
+  };
+  std::string cur = linear("t0", tensors, operators, "relu");
+  {
+    json body_tensors = json::array(), body_ops = json::array();
+    const std::string input = "h" + std::to_string(shapes.size());
+    const std::string out = linear(input, body_tensors, body_ops, "gelu");
+    const std::string last = linear(out, body_tensors, body_ops, nullptr);
+    static constexpr std::int64_t counts[] = {2, 4, 1, 8, 3};
+    operators.push_back({{"repeat", {{"count", pick(fdp, counts)}, {"source", cur}, {"input", input},
+                                     {"tensors", body_tensors}, {"operators", body_ops}, {"output", last}}}});
+    cur = last;
+  }
+  const std::string loss = tensor({b, h}, false, false, tensors);
+  operators.push_back({{"op", "softmax"}, {"inputs", {cur}}, {"outputs", {loss}}});
+}
+
 /// A plan request decoded from the bytes: a mesh; operators (rules, operand counts and
 /// attributes as in (b)) whose inputs are earlier tensors, new tensors (often annotated,
 /// sometimes parameters), or rarely dangling names and indices; outputs of the ranks the rule
@@ -1212,7 +1264,12 @@ json decode_plan(FuzzedDataProvider& fdp) {
     shapes.push_back(o.shape);
     return t.at("name");
   };
-  const std::size_t n_ops = fdp.ConsumeIntegralInRange<std::size_t>(1, 8);
+  // A third of the plans are a small model (a linear layer, a repeated block of them, a
+  // softmax), so that training steps, pipelines and searches are answered often, not only refused.
+  const bool model = rare(fdp, 3);
+  const bool with_search = model ? fdp.ConsumeBool() : rare(fdp, 4);
+  if (model) model_body(fdp, mesh.size(), !with_search, tensors, operators, shapes);
+  const std::size_t n_ops = model ? 0 : fdp.ConsumeIntegralInRange<std::size_t>(1, 8);
   for (std::size_t i = 0; i < n_ops; ++i) {
     raw_call call;
     call.mesh = mesh;
@@ -1295,7 +1352,9 @@ json decode_plan(FuzzedDataProvider& fdp) {
     if (rare(fdp, 4)) training["keep_gathered_inputs"] = true;
     plan["training"] = training;
   }
-  if (plan.contains("training") && rare(fdp, 4)) {  // a layout search, kept small (its budget too)
+  if (model && !shapes.empty() && !plan.contains("training") && !rare(fdp, 4))
+    plan["training"] = {{"loss", "t" + std::to_string(shapes.size() - 1)}};
+  if (plan.contains("training") && with_search) {  // a layout search, kept small (its budget too)
     json search = json::object();
     if (fdp.ConsumeBool()) search["candidates"] = fdp.ConsumeIntegralInRange<int>(rare(fdp, 16) ? -1 : 1, 4);
     if (fdp.ConsumeBool()) search["keep"] = fdp.ConsumeIntegralInRange<int>(0, rare(fdp, 16) ? 20 : 2);
@@ -1307,8 +1366,10 @@ json decode_plan(FuzzedDataProvider& fdp) {
     if (fdp.ConsumeBool()) search["co_shard"] = fdp.ConsumeBool();
     plan["search"] = search;
   }
-  if (rare(fdp, 4)) {  // pipeline stages over a mesh dim
-    json pipeline = {{"mesh_dim", rare(fdp, 4) ? json("pp") : json(fdp.ConsumeIntegralInRange<int>(rare(fdp, 16) ? -1 : 0, 3))}};
+  if (model ? fdp.ConsumeBool() : rare(fdp, 4)) {  // pipeline stages over a mesh dim
+    json pipeline = {{"mesh_dim", model && !mesh.empty() && !rare(fdp, 4) ? json(mesh.size() - 1)  // the model's x is not split there
+                                  : rare(fdp, 4) ? json("pp")
+                                                 : json(fdp.ConsumeIntegralInRange<int>(rare(fdp, 16) ? -1 : 0, 3))}};
     if (fdp.ConsumeBool()) pipeline["micro_batches"] = rare(fdp, 8) ? interesting_int(fdp) : fdp.ConsumeIntegralInRange<std::int64_t>(1, 8);
     if (fdp.ConsumeBool()) pipeline["schedule"] = pick(fdp, {"1f1b", "gpipe", "interleaved", "zigzag"});
     if (rare(fdp, 4)) pipeline["chunks"] = rare(fdp, 8) ? interesting_int(fdp) : fdp.ConsumeIntegralInRange<std::int64_t>(1, 3);
