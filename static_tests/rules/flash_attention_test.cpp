@@ -1,5 +1,7 @@
 #include <ctspmd/rules/flash_attention.hpp>
 
+#include <array>
+
 #include "../test_support.hpp"
 
 using namespace ctspmd;
@@ -73,7 +75,7 @@ constexpr auto paddle_grad = [](semantics sem, bool cp) {
 };
 constexpr bool paddle_grad_ok(const spmd_info& p) {
   if (p.inputs.size() != 8 || p.outputs.size() != 3) return false;
-  for (std::size_t i : {0, 1, 2, 3, 7})
+  for (const std::size_t i : std::array<std::size_t, 5>{0, 1, 2, 3, 7})
     if (p.inputs[i].dims_mapping() != dims_mapping{0, -1, 1, -1}) return false;
   for (std::size_t i = 0; i < 3; ++i)
     if (p.outputs[i].dims_mapping() != dims_mapping{0, -1, 1, -1} || p.outputs[i].is_partial()) return false;
