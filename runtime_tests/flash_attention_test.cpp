@@ -8,6 +8,8 @@
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
+#include <algorithm>
+#include <array>
 #include <vector>
 
 using namespace ctspmd;
@@ -54,9 +56,10 @@ TEST_CASE("flash_attention_grad: by name") {
                                          spec(m3, {4, 16, 8, 32}, {-1, -1, 2, -1}), spec(m3, {4, 16, 8, 32}, {-1, -1, -1, 1}),
                                          spec(m3, {4, 8, 16}, {-1, -1, 1}), spec(m3, {2}, {0}), absent(m3),
                                          spec(m3, {4, 16, 8, 32}, {-1, -1, -1, 1})};
-  const auto g = runtime::infer_forward("flash_attention_grad", in, {{"causal", true}}, semantics::phi);
+  const auto g = runtime::infer_forward("flash_attention_grad", in, {{"causal", true}, {"context_parallel", true}}, semantics::phi);
   REQUIRE(g.outputs.size() == 3);
-  // q's chunk of the sequence (mesh dim 1) stays; k and v are whole, their gradients partial over the chunks
+  // context parallelism: q's chunk of the sequence (mesh dim 1) stays; k and v are whole, their
+  // gradients partial over the chunks
   CHECK(g.outputs[0].dims_mapping() == dims_mapping{0, 1, 2, -1});
   for (std::size_t i = 1; i < 3; ++i) {
     CHECK(g.outputs[i].dims_mapping() == dims_mapping{0, -1, 2, -1});
@@ -64,6 +67,67 @@ TEST_CASE("flash_attention_grad: by name") {
   }
   CHECK(g.inputs[4].dims_mapping() == dims_mapping{0, 2, 1});
   CHECK(g.inputs[5].dims_mapping() == dims_mapping{-1});
+  // not asked for: q's and softmax_lse's sequences replicated, no gradient partial
+  for (const auto sem : {semantics::fluid, semantics::phi}) {
+    const auto n = runtime::infer_forward("flash_attention_grad", in, {{"causal", true}}, sem);
+    CHECK(n.outputs[0].dims_mapping() == dims_mapping{0, -1, 2, -1});
+    for (std::size_t i = 0; i < 3; ++i) CHECK(!n.outputs[i].is_partial());
+    CHECK(n.inputs[4].dims_mapping() == dims_mapping{0, 2, -1});
+  }
+}
+
+TEST_CASE("flash_attention: Paddle's FlashAtt test (spmd_rule_test.cc), by name") {
+  // mesh [2, 2]; q, k, v [2, 256, 2, 128] with the batch on mesh dim 0 and the sequence on 1
+  const process_mesh m22({2, 2});
+  const auto qkv = spec(m22, {2, 256, 2, 128}, {0, 1, -1, -1});
+  const std::vector<dist_tensor_spec> in{qkv, qkv, qkv, absent(m22), absent(m22)};
+  const runtime::attribute_map attrs{{"dropout", 0.5}, {"causal", false}, {"return_softmax", false}, {"is_test", false}};
+  const std::vector<dist_tensor_spec> grad_in{qkv,
+                                              qkv,
+                                              qkv,
+                                              spec(m22, {2, 256, 2, 128}, {0, -1, 1, -1}),
+                                              spec(m22, {2, 2, 256}, {0, 1, -1}),
+                                              absent(m22),
+                                              absent(m22),
+                                              spec(m22, {2, 256, 2, 128}, {-1, -1, -1, -1})};
+  for (const auto sem : {semantics::phi, semantics::fluid}) {
+    CAPTURE(sem == semantics::phi);
+    // forward: q's sequence sharding dropped
+    const auto f = runtime::infer_forward("flash_attention", in, attrs, sem);
+    REQUIRE(f.inputs.size() == 5);
+    REQUIRE(f.outputs.size() == 4);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(f.inputs[i].dims_mapping() == dims_mapping{0, -1, -1, -1});
+    CHECK(f.inputs[3].dims_mapping() == dims_mapping{});
+    CHECK(f.inputs[4].dims_mapping() == dims_mapping{});
+    CHECK(f.outputs[0].dims_mapping() == dims_mapping{0, -1, -1, -1});
+    CHECK(f.outputs[1].dims_mapping() == dims_mapping{0, -1, -1, -1});
+    CHECK(f.outputs[2].dims_mapping() == dims_mapping{0, -1, -1});
+    CHECK(f.outputs[3].dims_mapping() == dims_mapping{-1});
+    // grad: mesh dim 1 goes from q's sequence to the heads (out's and softmax_lse's)
+    const auto g = runtime::infer_forward("flash_attention_grad", grad_in, {{"dropout", 0.5}, {"causal", false}}, sem);
+    REQUIRE(g.inputs.size() == 8);
+    REQUIRE(g.outputs.size() == 3);
+    for (const std::size_t i : std::array<std::size_t, 5>{0, 1, 2, 3, 7}) CHECK(g.inputs[i].dims_mapping() == dims_mapping{0, -1, 1, -1});
+    CHECK(g.inputs[4].dims_mapping() == dims_mapping{0, 1, -1});
+    CHECK(g.inputs[5].dims_mapping() == dims_mapping{});
+    CHECK(g.inputs[6].dims_mapping() == dims_mapping{});
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(g.outputs[i].dims_mapping() == dims_mapping{0, -1, 1, -1});
+      CHECK(!g.outputs[i].is_partial());
+    }
+    // asked for: q keeps its chunk of the sequence
+    const auto cp = runtime::infer_forward("flash_attention", in, {{"dropout", 0.5}, {"context_parallel", true}}, sem);
+    CHECK(cp.inputs[0].dims_mapping() == dims_mapping{0, 1, -1, -1});
+    CHECK(cp.inputs[1].dims_mapping() == dims_mapping{0, -1, -1, -1});
+    CHECK(cp.outputs[2].dims_mapping() == dims_mapping{0, -1, 1});
+  }
+  // the attribute is listed with its type and default
+  for (const auto* op : {"flash_attention", "flash_attention_grad"}) {
+    const auto listed = runtime::rule(op).attributes();
+    CHECK(std::any_of(listed.begin(), listed.end(), [](const auto& a) {
+      return a.name == "context_parallel" && a.type == "bool" && a.default_value == runtime::attribute(false);
+    }));
+  }
 }
 
 TEST_CASE("flash_attention: errors") {

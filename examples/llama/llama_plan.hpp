@@ -121,7 +121,8 @@ struct forward {
       auto ctx = b.tensor("ctx", {M::batch, M::seq, M::heads, M::head_dim}, bf16);
       auto probs = b.tensor("attn.softmax", {M::batch, M::heads, M::seq, M::seq}, bf16);
       auto lse = b.tensor("attn.lse", {M::batch, M::heads, M::seq}), seed = b.tensor("attn.seed", {2}, int64);
-      b.op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true}, "attn.core");
+      b.op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true, .context_parallel = on_cp >= 0},
+                             "attn.core");
       auto ctx_flat = b.tensor("ctx.flat", act, bf16);
       b.op<"reshape">({ctx}, {ctx_flat}, {.shape = {M::batch, M::seq, M::hidden}}, "attn.merge");
       auto wo = b.parameter("wo", {M::heads * M::head_dim, M::hidden}, {on_mp, -1}, bf16);  // row parallel

@@ -191,6 +191,29 @@ def test_attribute_alias():
     assert r["outputs"] == [{"dims_mapping": [-1, -1, 2], "partial": [0, 1], "partial_reduce": ["sum", "sum"]}]
 
 
+def test_context_parallel_attribute():
+    # Paddle's FlashAtt vector (spmd_rule_test.cc): q, k, v with the sequence on mesh dim 1; phi's
+    # rule drops it, unless context parallelism is asked for.
+    qkv = dm([2, 256, 2, 128], [0, 1, -1, -1])
+    absent = dm([], [])
+    for semantics in ("phi", "fluid"):
+        r = infer_forward("flash_attention", [2, 2], [qkv, qkv, qkv, absent, absent], {"dropout": 0.5},
+                          semantics=semantics)
+        assert r["inputs"][:3] == [replicated([0, -1, -1, -1])] * 3
+        assert r["outputs"] == [replicated([0, -1, -1, -1]), replicated([0, -1, -1, -1]), replicated([0, -1, -1]),
+                                replicated([-1])]
+        r = infer_forward("flash_attention", [2, 2], [qkv, qkv, qkv, absent, absent], {"context_parallel": True},
+                          semantics=semantics)
+        assert r["inputs"][:3] == [replicated([0, 1, -1, -1]), replicated([0, -1, -1, -1]), replicated([0, -1, -1, -1])]
+        assert r["outputs"][2] == replicated([0, -1, 1])
+    grad_in = [qkv, qkv, qkv, dm([2, 256, 2, 128], [0, -1, 1, -1]), dm([2, 2, 256], [0, 1, -1]), absent, absent,
+               dm([2, 256, 2, 128], [-1, -1, -1, -1])]
+    r = infer_forward("flash_attention_grad", [2, 2], grad_in, {"dropout": 0.5}, semantics="phi")
+    assert r["outputs"] == [replicated([0, -1, 1, -1])] * 3
+    r = infer_forward("flash_attention_grad", [2, 2], grad_in, {"context_parallel": True}, semantics="phi")
+    assert r["outputs"][1]["partial"] == [1]
+
+
 # --- the rule table ------------------------------------------------------------------------
 
 def test_has_rule_and_rules():
@@ -204,6 +227,8 @@ def test_has_rule_and_rules():
     assert rules["sum"]["axis"]["default"] == [] and rules["sum"]["keep_dim"]["alias"] == "keepdim"
     assert rules["layer_norm"]["epsilon"]["default"] == pytest.approx(1e-5)
     assert rules["add"] == {}
+    for name in ("flash_attention", "flash_attention_grad"):
+        assert rules[name]["context_parallel"] == {"type": "bool", "default": False, "alias": None}
 
 
 # --- errors: SpmdError with every kind ----------------------------------------------------

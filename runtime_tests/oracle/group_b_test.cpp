@@ -111,25 +111,28 @@ TEST_CASE("oracle: flash_attention") {
         const auto r = ops::attention(in[0], in[1], in[2], in[4], causal, query_offset(info, c, in[0]));
         return std::vector<tensor>{r.out, r.softmax, r.lse, tensor({2})};
       });
+      bool cp = false;  // context parallelism asked for in every other case
       for (const auto& ls : layouts(mesh.ndim(), {4, 4, 4, 4}, {reduce_type::sum}, 12, g)) {
+        cp = !cp;
         auto s = attention_sizes(mesh, ls, gqa, g);
         std::vector<layout> given = {even_only(ls[0], s.q, mesh), even_only(ls[1], s.k, mesh), even_only(ls[2], s.v, mesh),
                                      even_only(ls[3], s.mask, mesh)};
         const tensor qv = random_tensor(s.q, g), kv = random_tensor(s.k, g), vv = random_tensor(s.v, g);
         const tensor mv = with_mask ? random_tensor(s.mask, g) : tensor(shape_t{});
-        op_case c{{qv, kv, vv, tensor(shape_t{}), mv}, {}, kernel, what};
+        op_case c{{qv, kv, vv, tensor(shape_t{}), mv}, {}, kernel, what + " context_parallel " + std::to_string(cp)};
         const auto want = ops::attention(qv, kv, vv, mv, causal);
         c.expected = {want.out, want.softmax, want.lse, std::nullopt};
         auto in = make_specs(mesh, {s.q, s.k, s.v}, {given[0], given[1], given[2]});
         in.push_back(absent_spec(mesh));
         in.push_back(with_mask ? make_specs(mesh, {s.mask}, {given[3]})[0] : absent_spec(mesh));
-        check_forward<rule>(st, in, {0.0, causal, true, false, ""}, c, g);
+        check_forward<rule>(st, in, {0.0, causal, true, false, "", cp}, c, g);
       }
       for (const auto& ls : layouts(mesh.ndim(), {4, 4, 3}, {}, 8, g)) {
+        cp = !cp;
         const auto s = attention_sizes(mesh, {replicated_layout(4), replicated_layout(4), replicated_layout(4), replicated_layout(4)}, gqa, g);
         const tensor qv = random_tensor(s.q, g), kv = random_tensor(s.k, g), vv = random_tensor(s.v, g);
         const tensor mv = with_mask ? random_tensor(s.mask, g) : tensor(shape_t{});
-        op_case c{{qv, kv, vv, tensor(shape_t{}), mv}, {}, kernel, what};
+        op_case c{{qv, kv, vv, tensor(shape_t{}), mv}, {}, kernel, what + " context_parallel " + std::to_string(cp)};
         const auto want = ops::attention(qv, kv, vv, mv, causal);
         c.expected = {want.out, want.softmax, want.lse, std::nullopt};
         auto in = replicated_specs(mesh, {s.q, s.k, s.v});
@@ -139,7 +142,7 @@ TEST_CASE("oracle: flash_attention") {
                               {even_only(ls[0], want.out.shape, mesh), even_only(ls[1], want.softmax.shape, mesh),
                                even_only(ls[2], want.lse.shape, mesh)});
         out.push_back(replicated_specs(mesh, {{2}})[0]);
-        check_backward<rule>(st, in, out, {0.0, causal, true, false, ""}, c, g);
+        check_backward<rule>(st, in, out, {0.0, causal, true, false, "", cp}, c, g);
       }
     }
   }
@@ -161,14 +164,17 @@ TEST_CASE("oracle: flash_attention_grad") {
         const auto r = ops::attention_grad(in[0], in[1], in[2], in[6], in[7], causal, query_offset(info, c, in[0]));
         return std::vector<tensor>{r.dq, r.dk, r.dv};
       });
+      bool cp = false;  // context parallelism asked for in every other case
       for (const auto& ls : layouts(mesh.ndim(), {4, 4, 4, 4, 3, 4, 4}, {reduce_type::sum}, 12, g)) {
+        cp = !cp;
         // q, k, v, mask, lse, out, out_grad: out and out_grad share q's labels with v's head dim
         auto s = attention_sizes(mesh, {ls[0], ls[1], ls[2], ls[5]}, gqa, g);
         const tensor qv = random_tensor(s.q, g), kv = random_tensor(s.k, g), vv = random_tensor(s.v, g);
         const tensor mv = with_mask ? random_tensor(s.mask, g) : tensor(shape_t{});
         const auto fwd = ops::attention(qv, kv, vv, mv, causal);
         const tensor dout = random_tensor(fwd.out.shape, g);
-        op_case c{{qv, kv, vv, fwd.out, fwd.lse, tensor({2}), mv, dout}, {}, kernel, what};
+        op_case c{{qv, kv, vv, fwd.out, fwd.lse, tensor({2}), mv, dout}, {}, kernel,
+                  what + " context_parallel " + std::to_string(cp)};
         const auto want = ops::attention_grad(qv, kv, vv, mv, dout, causal);
         c.expected = {want.dq, want.dk, want.dv};
         std::vector<shape_t> shapes = {s.q, s.k, s.v, fwd.out.shape, fwd.lse.shape, {2}, s.mask, dout.shape};
@@ -176,7 +182,7 @@ TEST_CASE("oracle: flash_attention_grad") {
         for (std::size_t i = 0; i < given.size(); ++i) given[i] = even_only(given[i], shapes[i], mesh);
         auto in = make_specs(mesh, shapes, given);
         if (!with_mask) in[6] = absent_spec(mesh);
-        check_forward<rule>(st, in, {0.0, causal}, c, g);
+        check_forward<rule>(st, in, {0.0, causal, cp}, c, g);
       }
     }
   }

@@ -5,11 +5,15 @@
 // weights are replicated over cp, so their gradients are reduced over dp and cp at once (one
 // all-reduce over the product group). The rotary
 // tables are each device's rows (no position ids), as Megatron slices them per cp rank.
+// Context parallelism is asked for: flash_attention's attribute context_parallel (the grad
+// recipe passes it to flash_attention_grad); without it attention gathers q's sequence too.
 #include <ctspmd/model/cost.hpp>
 #include <ctspmd/model/propagate.hpp>
 #include <ctspmd/model/training.hpp>
 
 #include "../test_support.hpp"
+
+#include <utility>
 
 using namespace ctspmd;
 using model::collective;
@@ -25,7 +29,7 @@ using plan_type = model::plan<48, 24>;
 struct forward {
   plan_type p{mesh};
   model::tensor_id loss{};
-  constexpr forward() {
+  constexpr explicit forward(bool context_parallel = true) {
     using model::tensor_id;
     constexpr auto bf16 = model::bfloat16;
     const tensor_shape act{batch, seq, hidden};
@@ -58,7 +62,7 @@ struct forward {
       auto ctx = b.tensor("ctx", {batch, seq, heads, head_dim}, bf16);
       auto probs = b.tensor("softmax", {batch, heads, seq, seq}, bf16);
       auto lse = b.tensor("lse", {batch, heads, seq}), seed = b.tensor("seed", {2}, model::int64);
-      b.op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true}, "core");
+      b.op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true, .context_parallel = context_parallel}, "core");
       auto ctx_flat = b.tensor("ctx.flat", act, bf16);
       b.op<"reshape">({ctx}, {ctx_flat}, {.shape = {batch, seq, hidden}}, "merge");
       auto wo = b.parameter("wo", {heads * head_dim, hidden}, {2, -1}, bf16);  // row parallel over tp
@@ -91,6 +95,20 @@ static_assert(attr_of("q.rope").dims_mapping() == dims_mapping{0, 1, 2, -1});
 static_assert(attr_of("ctx").dims_mapping() == dims_mapping{0, 1, 2, -1});
 static_assert(attr_of("lse").dims_mapping() == dims_mapping{0, 2, 1});
 static_assert(attr_of("y").dims_mapping() == dims_mapping{0, 1, -1});
+
+// Not asked for (Paddle's rule): the attention's sequence is replicated, q gathered over cp too,
+// and no gradient of k or v is partial over the chunks (nothing reduce-scattered over cp).
+constexpr auto no_cp = [] {
+  const forward f(false);
+  const auto s = model::training_step(f.p, f.loss);
+  const auto rs = model::propagate(s);
+  const auto cs = model::cost(s, rs);
+  dims_mapping ctx;
+  for (std::size_t t = 0; t < s.tensor_count(); ++t)
+    if (s.tensor_at(t).name == "ctx") ctx = rs.attr({t}).dims_mapping();
+  return std::pair{ctx, cs.collectives(phase::backward, collective::reduce_scatter, 1).count};
+}();
+static_assert(no_cp.first == dims_mapping{0, -1, 2, -1} && no_cp.second == 0);
 
 // A device's k (and v): its batch row, its 128 positions, its 2 kv heads of 64, bf16.
 constexpr std::int64_t kv_local = (batch / dp) * (seq / cp) * (kv_heads / tp) * head_dim * 2;

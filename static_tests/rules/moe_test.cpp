@@ -40,6 +40,36 @@ static_assert(is(moe_gate_dispatch::infer_forward({co(mesh, {16, 32}, {{1, 0}, {
                  {{}, {1, 0}, {}}));
 static_assert(is(moe_gate_dispatch::infer_forward({co(mesh, {16, 6}, {{}, {1}}), spec({16, 8}, {-1, -1})}, {}, phi).outputs[0],
                  {{}, {}, {}}));  // 4 does not divide 6: dropped under phi
+// expert_offset, the decision of issue 38 (moe.hpp): partial (sum) exactly on the mesh dims that
+// split the tokens, under both semantics (Paddle: never partial); never sharded.
+constexpr bool offset_partial_on(const spmd_info& r, const mesh_dims& want) {
+  const auto& o = r.outputs[3];
+  if (o.dims_mapping() != dims_mapping{-1} || o.partial_dims() != want || o.is_partial() == want.empty()) return false;
+  for (const auto d : want)
+    if (o.partial_reduce_type(d) != reduce_type::sum) return false;
+  return true;
+}
+static_assert(offset_partial_on(moe_gate_dispatch::infer_forward({spec({16, 32}, {0, 1}), spec({16, 8}, {0, -1})},
+                                                                 {.k = 2, .capacity = 4}, phi),
+                                mesh_dims{0}));
+// tokens whole (h split): every device counts every token, not partial
+static_assert(offset_partial_on(moe_gate_dispatch::infer_forward({spec({16, 32}, {-1, 1}), spec({16, 8}, {-1, -1})}), {}));
+static_assert(offset_partial_on(moe_gate_dispatch::infer_forward({spec({16, 32}, {-1, 1}), spec({16, 8}, {-1, -1})}, {}, phi), {}));
+// phi: tokens co-sharded over both mesh dims: partial over both
+static_assert(offset_partial_on(
+    moe_gate_dispatch::infer_forward({co(mesh, {16, 32}, {{1, 0}, {}}), spec({16, 8}, {-1, -1})}, {.capacity = 8}, phi),
+    mesh_dims{0, 1}));
+// phi: 8 blocks do not divide 12 tokens, the last mesh dim is dropped: partial over the kept one
+constexpr auto gd_drop =
+    moe_gate_dispatch::infer_forward({co(mesh, {12, 32}, {{1, 0}, {}}), spec({12, 8}, {-1, -1})}, {.capacity = 4}, phi);
+static_assert(is(gd_drop.inputs[0], {{1}, {}}) && offset_partial_on(gd_drop, mesh_dims{1}));
+// the reverse: y's capacity dim over mesh dim 0 gives the tokens' blocks, so partial on it
+static_assert(offset_partial_on(
+    moe_gate_dispatch::infer_backward(
+        {spec({16, 32}, {-1, -1}), spec({16, 8}, {-1, -1})},
+        {spec({8, 4, 32}, {-1, 0, 1}), spec({16, 2}, {-1, -1}), spec({2, 16}, {-1, -1}), spec({8}, {-1}), spec({16, 2}, {-1, -1})},
+        {.capacity = 4}, phi),
+    mesh_dims{0}));
 // reverse: y's capacity dim and h to x's tokens and h
 constexpr auto gdb = moe_gate_dispatch::infer_backward(
     {spec({16, 32}, {-1, -1}), spec({16, 8}, {-1, -1})},

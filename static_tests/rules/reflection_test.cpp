@@ -54,7 +54,7 @@ struct three {
 struct none {};
 static_assert(member_count<three>() == 3 && member_count<none>() == 0);
 static_assert(member_count<rules::matmul_attributes>() == 2 && member_count<rules::slice_attributes>() == 5);
-static_assert(member_count<rules::flash_attention_attributes>() == 5);
+static_assert(member_count<rules::flash_attention_attributes>() == 6 && member_count<rules::flash_attention_grad_attributes>() == 3);
 
 static_assert(every_rule_reflected(rules::registered_rules{}));
 

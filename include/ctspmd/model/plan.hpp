@@ -369,7 +369,7 @@ constexpr To grad_attributes(const From& f) {
   } else if constexpr (std::is_same_v<From, rules::c_embedding_attributes>) {
     return To{.start_index = f.start_index};
   } else if constexpr (std::is_same_v<From, rules::flash_attention_attributes>) {
-    return To{.dropout = f.dropout, .causal = f.causal};
+    return To{.dropout = f.dropout, .causal = f.causal, .context_parallel = f.context_parallel};
   } else if constexpr (std::is_same_v<From, rules::pow_attributes>) {
     return To{.y = f.y};
   } else if constexpr (std::is_same_v<From, rules::split_attributes> || std::is_same_v<From, rules::unbind_attributes>) {

@@ -11,15 +11,29 @@
 /// not return_softmax (forward infers its 4-D layout either way).
 ///
 /// Notation: batch `a`, heads `c`, the query sequence `s`. Keys and values and the head dims are
-/// `'1'`: an attention row reads every key and the whole head dim. The query sequence may stay
-/// sharded, **context parallelism** as Llama 3 and Megatron do it: each device keeps its chunk of
-/// queries and reads every key and value (k and v all-gathered over the sequence's mesh dims).
-/// Under `causal` a device's kernel masks by the global positions of its chunk (a context-
-/// parallel kernel's offset); a load-balanced order (device i holding chunks i and 2n - 1 - i of
-/// 2n) is a permutation of the sequence made before the model, the layouts unchanged. (phi's
-/// rule keeps q's sequence replicated too: no context parallelism.) q and out are `asc1`, k and
-/// v `a1c1`, the mask and softmax `acs1` (the mask's size-1 dims `'1'`), softmax_lse `acs`,
-/// seed_offset and fixed_seed_offset `1`.
+/// `'1'`: an attention row reads every key and the whole head dim. q, k, v and out are `a1c1`,
+/// the mask and softmax `ac11` (the mask's size-1 dims `'1'`), softmax_lse `ac1`,
+/// seed_offset and fixed_seed_offset `1`: only the batch and the heads stay sharded, as phi's
+/// rule does (it forces the sequences and head dims replicated before merging; Paddle's FlashAtt
+/// unit tests in `spmd_rule_test.cc` check it).
+///
+/// **Context parallelism** is asked for with the attribute `context_parallel` (ours, not one of
+/// Paddle's; default false, and the grad recipe passes it from flash_attention to
+/// flash_attention_grad). With it the query sequence may stay sharded, as Llama 3 and Megatron do
+/// it: q and out are `asc1`, the mask and softmax `acs1`, softmax_lse `acs` (k and v stay
+/// `a1c1`): each device keeps its chunk of queries and reads every key and value (k and v
+/// all-gathered over the sequence's mesh dims). Under `causal` a device's kernel masks by the
+/// global positions of its chunk (a context-parallel kernel's offset); a load-balanced order
+/// (device i holding chunks i and 2n - 1 - i of 2n) is a permutation of the sequence made before
+/// the model, the layouts unchanged.
+///
+/// Decision (issue 38): without `context_parallel` both semantics give phi's answer, q's sequence
+/// sharding dropped. semantics::phi promises Paddle's answers, and Paddle's only flash attention
+/// rule is phi's: the fluid-era rule set (spmd-semantics.md, section 3.1) had none, so there is
+/// no fluid behaviour to keep, and the semantics differ here only in the merge policy. A
+/// context-parallel kernel (one that offsets a causal mask by its chunk's position and whose k
+/// and v gradients are partial) is a different kernel from Paddle's, so it is asked for by name
+/// rather than inferred from a layout; with the attribute both semantics keep the sequence.
 ///
 /// Checks (`invalid_argument`, naming the operand and sizes): q, k and v 4-D; one batch size; k
 /// and v of one sequence length and one number of heads (flash attention's kernels need it; phi
@@ -27,31 +41,37 @@
 /// one head dim; a mask (when given) 4-D with each dim 1 or the size the others give;
 /// fixed_seed_offset (when given) 1-D. -1 (unknown) matches any size.
 ///
-/// Forward: q, k, v and the mask are merged in that order over `a`, `c` and `s` with the semantics'
-/// policy (fluid first-wins, phi the co-shard union; as in phi's rule, which merges one mesh dim
-/// per axis, a given sharding is not dropped for divisibility); size-1 dims propose nothing. GQA (hk != h): the heads' mesh dims must also split hk evenly, else they are
-/// dropped (phi replicates the heads when hk is not divisible; under phi we drop the trailing
-/// mesh dims of a co-shard until it divides, as phi's merge does for divisibility, under fluid
-/// the whole list). Every input comes back with the merged mapping of its labels and without
-/// partial status (softmax is not linear), fixed_seed_offset replicated; the outputs take the
-/// merged mapping, none partial. An absent optional input comes back as given.
+/// Forward: q, k, v and the mask are merged in that order over `a` and `c` (and `s` under
+/// `context_parallel`) with the semantics' policy (fluid first-wins, phi the co-shard union; as in
+/// phi's rule, which merges one mesh dim per axis, a given sharding is not dropped for
+/// divisibility); size-1 dims propose nothing. GQA (hk != h): the heads' mesh dims must also split
+/// hk evenly, else they are dropped (phi replicates the heads when hk is not divisible; under phi
+/// we drop the trailing mesh dims of a co-shard until it divides, as phi's merge does for
+/// divisibility, under fluid the whole list). Every input comes back with the merged mapping of its
+/// labels and without partial status (softmax is not linear), fixed_seed_offset replicated; the
+/// outputs take the merged mapping, none partial. An absent optional input comes back as given.
 ///
 /// Backward (phi's reverse): out, softmax (when given, i.e. not shape []) and softmax_lse are
-/// merged over `a`, `c` and `s` (their other dims replicated), the GQA drop applied; q, k, v and the
-/// mask take the merged mapping, fixed_seed_offset replicated; the outputs come back with it.
-/// phi builds v's attr from k's and the reverse's out from v's (section 5 of the notes); we build
-/// each from its own operand.
+/// merged over `a` and `c` (and `s`; their other dims replicated), the GQA drop applied; q, k, v
+/// and the mask take the merged mapping, fixed_seed_offset replicated; the outputs come back with
+/// it. phi builds v's attr from k's and the reverse's out from v's (section 5 of the notes); we
+/// build each from its own operand.
 ///
 /// flash_attention_grad (phi): inputs q, k, v, out, softmax_lse, seed_offset, attn_mask
-/// (optional), out_grad; outputs q_grad, k_grad, v_grad. q, k, v, out, out_grad, softmax_lse and
-/// the mask are merged over `a`, `c` and `s` as above (the checks of forward, plus out and
-/// out_grad of shape [b, sq, h, dv] and softmax_lse [b, h, sq]); every input comes back with the
-/// merged mapping (seed_offset replicated, k and v whole in the sequence: gathered again), and
-/// each gradient takes its operand's. Attention's gradients for a batch and a head read only that
-/// batch and head (and its GQA group): k_grad sums over the q heads of a group, which live on the
-/// device that holds their k head. But a device holding a chunk of queries has only its chunk's
-/// share of every key's and value's gradient: k_grad and v_grad are partial (sum) on the query
-/// sequence's mesh dims (reduce-scattered to a sequence-sharded k and v).
+/// (optional), out_grad; outputs q_grad, k_grad, v_grad; attributes dropout, causal and
+/// context_parallel. q, k, v, out, out_grad, softmax_lse and the mask are merged over `a` and `c`
+/// (and `s` under `context_parallel`) as above (the checks of forward, plus out and out_grad of
+/// shape [b, sq, h, dv] and softmax_lse [b, h, sq]); every input comes back with the merged
+/// mapping (seed_offset replicated, k and v whole in the sequence: gathered again), and each
+/// gradient takes its operand's. Without context parallelism a mesh dim that shards q's sequence
+/// is dropped there and may go to the heads where out or softmax_lse shard them (Paddle's FlashAtt
+/// grad vector: q [0, 1, -1, -1], out [0, -1, 1, -1] give q, k, v and their gradients
+/// [0, -1, 1, -1]). Attention's gradients for a batch and a head read only that batch and head
+/// (and its GQA group): k_grad sums over the q heads of a group, which live on the device that
+/// holds their k head; no gradient is partial. But under `context_parallel` a device holding a
+/// chunk of queries has only its chunk's share of every key's and value's gradient: k_grad and
+/// v_grad are partial (sum) on the query sequence's mesh dims (reduce-scattered to a
+/// sequence-sharded k and v).
 
 #include <array>
 #include <cstddef>
@@ -74,23 +94,32 @@ struct flash_attention_attributes {
   bool return_softmax = false;     ///< the softmax output is returned
   bool is_test = false;            ///< inference: no dropout
   std::string_view rng_name = "";  ///< the random generator's name
+  bool context_parallel = false;   ///< ours, not Paddle's: q's sequence may stay sharded
 };
 
 /// Attributes of `flash_attention_grad` (Paddle's defaults).
 struct flash_attention_grad_attributes {
   double dropout = 0.0;  ///< dropout probability of the forward pass
   bool causal = false;   ///< the forward pass was causal
+  bool context_parallel = false;  ///< ours, not Paddle's: q's sequence may stay sharded
 };
 
 namespace detail {
 
 /// What flash attention's rules share: the operands' checks, the merge and the GQA drop.
 struct attention_kit {
-  static constexpr std::string_view query = "asc1";  ///< q, out, out_grad
-  static constexpr std::string_view kv = "a1c1";     ///< k, v
-  static constexpr std::string_view mask = "acs1";   ///< attn_mask, softmax
-  static constexpr std::string_view lse = "acs";     ///< softmax_lse
-  static constexpr std::string_view one = "1";      ///< seed offsets
+  static constexpr std::string_view kv = "a1c1";  ///< k, v
+  static constexpr std::string_view one = "1";    ///< seed offsets
+
+  /// The labels that depend on context parallelism: the query sequence `s`, or `'1'` (phi's).
+  struct labels {
+    std::string_view query;  ///< q, out, out_grad
+    std::string_view mask;   ///< attn_mask, softmax
+    std::string_view lse;    ///< softmax_lse
+  };
+  static constexpr labels labels_for(bool context_parallel) noexcept {
+    return context_parallel ? labels{"asc1", "acs1", "acs"} : labels{"a1c1", "ac11", "ac1"};
+  }
 
   /// The sizes the checks compare.
   struct sizes {
@@ -241,8 +270,9 @@ struct flash_attention : rule_base<flash_attention, flash_attention_attributes> 
     out.push_back({2});
     return {};
   }
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     using kit = detail::attention_kit;
+    const auto lab = kit::labels_for(a.context_parallel);
     const auto sz = check(in);
     if (!sz) return sz.error();
     const dist_tensor_spec none;
@@ -250,20 +280,21 @@ struct flash_attention : rule_base<flash_attention, flash_attention_attributes> 
     const dist_tensor_spec& mask = in.size() > 4 ? in[4] : none;
     const std::array<dist_tensor_spec, 4> ops{in[0], in[1], in[2], mask};
     axis_to_dim_map map;
-    CTSPMD_TRY(kit::merge(map, std::array{kit::query, kit::kv, kit::kv, kit::mask}, ops, *sz, s));
-    kit::push_operand(info.inputs, in[0], kit::query, map);
+    CTSPMD_TRY(kit::merge(map, std::array{lab.query, kit::kv, kit::kv, lab.mask}, ops, *sz, s));
+    kit::push_operand(info.inputs, in[0], lab.query, map);
     for (std::size_t i = 1; i < 3; ++i) kit::push_operand(info.inputs, in[i], kit::kv, map);
     if (in.size() > 3) kit::push_replicated(info.inputs, seed);
-    if (in.size() > 4) kit::push_operand(info.inputs, mask, kit::mask, map);
-    push(info.outputs, in[0].dist_attr(), kit::query, map);
-    push(info.outputs, in[0].dist_attr(), kit::mask, map);
-    push(info.outputs, in[0].dist_attr(), kit::lse, map);
+    if (in.size() > 4) kit::push_operand(info.inputs, mask, lab.mask, map);
+    push(info.outputs, in[0].dist_attr(), lab.query, map);
+    push(info.outputs, in[0].dist_attr(), lab.mask, map);
+    push(info.outputs, in[0].dist_attr(), lab.lse, map);
     push(info.outputs, in[0].dist_attr(), kit::one, map);
     return {};
   }
 
-  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes&, semantics s) {
+  static constexpr status backward(spmd_info& info, spec_span in, spec_span out, const attributes& a, semantics s) {
     using kit = detail::attention_kit;
+    const auto lab = kit::labels_for(a.context_parallel);
     const auto sz = check(in);
     if (!sz) return sz.error();
     CTSPMD_TRY(kit::check_shape(out[0], std::array{sz->b, sz->sq, sz->h, sz->dv},
@@ -275,14 +306,14 @@ struct flash_attention : rule_base<flash_attention, flash_attention_attributes> 
     CTSPMD_TRY(kit::check_shape(out[2], std::array{sz->b, sz->h, sz->sq}, "softmax_lse has rank {}, but must have rank {}",
                                 "softmax_lse's dim {} has size {}, but must be {}"));
     axis_to_dim_map map;
-    CTSPMD_TRY(kit::merge(map, std::array{kit::query, kit::mask, kit::lse}, out.first(3), *sz, s));
-    kit::push_operand(info.inputs, in[0], kit::query, map);
+    CTSPMD_TRY(kit::merge(map, std::array{lab.query, lab.mask, lab.lse}, out.first(3), *sz, s));
+    kit::push_operand(info.inputs, in[0], lab.query, map);
     for (std::size_t i = 1; i < 3; ++i) kit::push_operand(info.inputs, in[i], kit::kv, map);
     if (in.size() > 3) kit::push_replicated(info.inputs, in[3]);
-    if (in.size() > 4) kit::push_operand(info.inputs, in[4], kit::mask, map);
-    kit::push_operand(info.outputs, out[0], kit::query, map);
-    kit::push_operand(info.outputs, out[1], kit::mask, map);
-    kit::push_operand(info.outputs, out[2], kit::lse, map);
+    if (in.size() > 4) kit::push_operand(info.inputs, in[4], lab.mask, map);
+    kit::push_operand(info.outputs, out[0], lab.query, map);
+    kit::push_operand(info.outputs, out[1], lab.mask, map);
+    kit::push_operand(info.outputs, out[2], lab.lse, map);
     kit::push_replicated(info.outputs, out[3]);
     return {};
   }
@@ -313,8 +344,9 @@ struct flash_attention_grad : rule_base<flash_attention_grad, flash_attention_gr
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
     return shapes_of(out, in, {0, 1, 2});
   }
-  static constexpr status forward(spmd_info& info, spec_span in, const attributes&, semantics s) {
+  static constexpr status forward(spmd_info& info, spec_span in, const attributes& a, semantics s) {
     using kit = detail::attention_kit;
+    const auto lab = kit::labels_for(a.context_parallel);
     // q, k, v, out, softmax_lse, seed_offset, attn_mask, out_grad
     const auto sz = kit::check_qkv(in[0], in[1], in[2]);
     if (!sz) return sz.error();
@@ -327,16 +359,16 @@ struct flash_attention_grad : rule_base<flash_attention_grad, flash_attention_gr
                                 "out_grad has rank {}, but must have rank {}", "out_grad's dim {} has size {}, but must be {}"));
     const std::array<dist_tensor_spec, 7> ops{in[0], in[1], in[2], in[3], in[7], in[4], in[6]};
     axis_to_dim_map map;
-    CTSPMD_TRY(kit::merge(map, std::array{kit::query, kit::kv, kit::kv, kit::query, kit::query, kit::lse, kit::mask},
+    CTSPMD_TRY(kit::merge(map, std::array{lab.query, kit::kv, kit::kv, lab.query, lab.query, lab.lse, lab.mask},
                           ops, *sz, s));
-    kit::push_operand(info.inputs, in[0], kit::query, map);
+    kit::push_operand(info.inputs, in[0], lab.query, map);
     for (std::size_t i = 1; i < 3; ++i) kit::push_operand(info.inputs, in[i], kit::kv, map);
-    kit::push_operand(info.inputs, in[3], kit::query, map);
-    kit::push_operand(info.inputs, in[4], kit::lse, map);
+    kit::push_operand(info.inputs, in[3], lab.query, map);
+    kit::push_operand(info.inputs, in[4], lab.lse, map);
     kit::push_replicated(info.inputs, in[5]);
-    kit::push_operand(info.inputs, in[6], kit::mask, map);
-    kit::push_operand(info.inputs, in[7], kit::query, map);
-    kit::push_operand(info.outputs, in[0], kit::query, map);
+    kit::push_operand(info.inputs, in[6], lab.mask, map);
+    kit::push_operand(info.inputs, in[7], lab.query, map);
+    kit::push_operand(info.outputs, in[0], lab.query, map);
     // A chunk of queries gives its share of every key's and value's gradient.
     const mesh_dims chunks = sharding_mesh_dims(map, "s");
     for (std::size_t i = 1; i < 3; ++i) {

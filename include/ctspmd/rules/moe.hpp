@@ -27,6 +27,20 @@
 /// expert is a reshard of y from C to E, an all-to-all (in Paddle, a reshard of y to Shard(0)
 /// before the experts), and the experts' output comes back the same way.
 ///
+/// Decision (issue 38): expert_offset stays partial (sum) on the tokens' mesh dims under both
+/// semantics, though Paddle's rule leaves it not partial (an `e`-labelled output, replicated
+/// here since e is). Paddle's kernel, like ours, writes on each device the cumulative counts of
+/// its own block's filled slots (entry e: the slots of experts 0..e), used there to index that
+/// block's slots. When the tokens are split these differ from device to device, so "not
+/// partial" would say replicated, the same value everywhere, which is false: a reshard of it
+/// (a slice, an all-gather) would move values that are not the tensor's. Partial is the layout
+/// that is true of each device's value: a cumulative count is linear in the counts, so the sum
+/// over the blocks is the cumulative count over every token (each expert's load in the step),
+/// a meaningful value, and the oracle (its expert_offset the sum of the blocks') holds each
+/// device to it. A consumer that indexes its own block's slots reads each device's part as it
+/// is, before any reshard; one that asks for it replicated gets the all-reduced counts over all
+/// tokens and must index the global slots with them. No rule here takes expert_offset as input.
+///
 /// moe_gate_dispatch (x [S,H], gate_logits [S,E]; k, capacity, use_pad) -> y [E,C,H],
 /// combine_weights [S,K], scatter_index [K,S], expert_offset [E], expert_id [S,K]: each token
 /// takes its top-k experts by gate_logits (combine_weights the chosen values, expert_id the
@@ -35,7 +49,7 @@
 /// x `sh`, gate `s1` (phi labels it `se` and lets a sharded expert dim through to y; but a
 /// token's top-k reads all its experts' logits, so here e is replicated), y `1sh`,
 /// combine_weights and expert_id `s1`, scatter_index `1s`, expert_offset `1` (partial, see
-/// above). The top-k dim is replicated, as phi does. Reverse (derived; phi has none): the
+/// the decision above). The top-k dim is replicated, as phi does. Reverse (derived; phi has none): the
 /// outputs' token dims (y's capacity dim among them) and y's h merge to x and the gate.
 ///
 /// moe_gate_dispatch_grad (combine_weights, scatter_index, expert_id, grad_y,

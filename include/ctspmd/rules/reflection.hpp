@@ -24,8 +24,9 @@ BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::embedding_grad_attributes, padding_idx, s
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::c_embedding_attributes, start_index, vocab_size);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::c_embedding_grad_attributes, start_index);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::c_softmax_with_cross_entropy_attributes, ignore_index, ring_id, rank, nranks);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flash_attention_attributes, dropout, causal, return_softmax, is_test, rng_name);
-BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flash_attention_grad_attributes, dropout, causal);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flash_attention_attributes, dropout, causal, return_softmax, is_test, rng_name,
+                        context_parallel);
+BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::flash_attention_grad_attributes, dropout, causal, context_parallel);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::fused_rope_attributes, use_neox_rotary_style, time_major, rotary_emb_base);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::fused_linear_param_grad_add_attributes, multi_precision, has_bias);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::layer_norm_attributes, begin_norm_axis, epsilon);
