@@ -285,7 +285,8 @@ class plan_reader {
   static std::int64_t element_bytes_in(const json& v, const std::string& w, bool zero_allowed) {
     const std::int64_t n = to_int(v, w);
     if ((n == 0 && zero_allowed) || (n >= 1 && n <= model::element_size::max_bytes)) return n;
-    bad_request(w + " is " + std::to_string(n) + ": a dtype's element has 1 to 16 bytes" +
+    bad_request(w + " is " + std::to_string(n) + ": a dtype's element has 1 to " +
+                std::to_string(model::element_size::max_bytes) + " bytes" +
                 (zero_allowed ? " (0: the parameter's)" : ""));
   }
   /// A name declared twice in a scope is ambiguous there: such tensors are referred to by index.

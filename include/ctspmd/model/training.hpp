@@ -158,8 +158,8 @@ class step_builder {
 
   constexpr void check_options() const {
     const auto& o = options_;
-    const auto bad = [](const char* format, std::int64_t v) {
-      raise(make_error(error_kind::invalid_argument, "training_step", format, v));
+    const auto bad = [](const char* format, std::int64_t v, std::int64_t w = 0) {
+      raise(make_error(error_kind::invalid_argument, "training_step", format, v, w));
     };
     if (o.shard_optimizer_states_on >= f_.mesh_.ndim())
       raise(make_error(error_kind::invalid_argument, "training_step",
@@ -181,10 +181,10 @@ class step_builder {
       bad("zero_stage {} shards over a data-parallel mesh dim: set shard_optimizer_states_on", o.zero_stage);
     constexpr std::int64_t most = element_size::max_bytes;
     if (o.state_element_bytes <= 0 || o.state_element_bytes > most)
-      bad("state_element_bytes is {}: a dtype's element has 1 to 16 bytes", o.state_element_bytes);
+      bad("state_element_bytes is {}: a dtype's element has 1 to {} bytes", o.state_element_bytes, most);
     if (o.gradient_element_bytes < 0 || o.gradient_element_bytes > most)
-      bad("gradient_element_bytes is {}: a dtype's element has 1 to 16 bytes (0: the parameter's)",
-          o.gradient_element_bytes);
+      bad("gradient_element_bytes is {}: a dtype's element has 1 to {} bytes (0: the parameter's)",
+          o.gradient_element_bytes, most);
   }
 
   constexpr void copy_forward() {
