@@ -21,6 +21,7 @@
 #include <ctspmd/model/training.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/bmm_grad.hpp>
@@ -58,7 +59,6 @@
 #include <ctspmd/rules/pad_grad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/reduction_grad.hpp>
-#include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>
 #include <ctspmd/rules/reshape_grad.hpp>

@@ -3,9 +3,9 @@
 // (mask, out_grad). fused_dropout_add: out = binary(x, y), but x and y are returned unmerged
 // [we merge them]; seed_offset [2] is replicated. Grad: both grads = out_grad.").
 #include <ctspmd/rules/dropout.hpp>
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 
-#include <ctspmd/rules/reflection.hpp>
+#include <ctspmd/registry/attribute_reflection.hpp>
 
 #include <boost/hana/at_key.hpp>
 #include <boost/hana/string.hpp>

@@ -3,7 +3,7 @@
 // y, out_grad): out_grad's partial is cleaned; x, y and their grads take out_grad's mapping; ...
 // that grad becomes Partial(sum) on those mesh dims").
 #include <ctspmd/rules/elementwise_grad.hpp>
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 
 #include "../test_support.hpp"
 

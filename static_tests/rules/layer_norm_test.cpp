@@ -1,6 +1,6 @@
 #include <ctspmd/rules/layer_norm.hpp>
 
-#include <ctspmd/rules/reflection.hpp>
+#include <ctspmd/registry/attribute_reflection.hpp>
 
 #include <boost/hana/at_key.hpp>
 #include <boost/hana/string.hpp>

@@ -3,7 +3,7 @@
 // [-1]. Reverse: merges out and invvar; x = out. Grad: AlignDimsSharding(x, invvar, out_grad) on the
 // first n-1 axes (no partial); scale and scale_grad replicated, scale_grad Partial(sum) on every mesh
 // dim that shards x's first n-1 dims; x_grad = aligned out_grad.").
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/rms_norm.hpp>
 
 #include "../test_support.hpp"

@@ -1,6 +1,6 @@
 // swiglu(x, y?) and swiglu_grad (phi-semantics.md section 2: "y None -> unary rule on x (only warns
 // if x's last dim is sharded ...); else binary"; we replicate x's last dim without y).
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/swiglu.hpp>
 
 #include "../test_support.hpp"

@@ -2,7 +2,7 @@
 // right-aligned suffixes (cond rank must be >= both ...). Merge uses x's mapping for y (bug) [we
 // use y's]; out = cond. Grad: x_grad and y_grad Partial(sum) on the mesh dims of cond's leading
 // dims that they lack.").
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/where.hpp>
 
 #include "../test_support.hpp"

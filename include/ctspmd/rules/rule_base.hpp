@@ -23,7 +23,7 @@
 /// - optionally, its cost traits: `kind`, `flops` and `bytes` (rules/cost_traits.hpp), each with
 ///   a default by kind.
 /// Deriving from `rule_base<Rule, Attributes>` gives it its public API. rules/kit.hpp has the
-/// pieces rules are written with; rules/registry.hpp checks every registered rule against
+/// pieces rules are written with; registry/rules_by_name.hpp checks every registered rule against
 /// `SpmdRule` and names the first requirement it misses.
 
 #include <concepts>

@@ -1,4 +1,4 @@
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 
 #include <type_traits>
 

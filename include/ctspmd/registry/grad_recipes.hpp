@@ -1,5 +1,5 @@
-#ifndef CTSPMD_MODEL_GRAD_RECIPES_HPP
-#define CTSPMD_MODEL_GRAD_RECIPES_HPP
+#ifndef CTSPMD_REGISTRY_GRAD_RECIPES_HPP
+#define CTSPMD_REGISTRY_GRAD_RECIPES_HPP
 /// \file How a training step's backward pass runs each forward operator backwards: for each
 /// registered forward name, its grad operator (a registered grad rule) and where that operator's
 /// operands come from, in Paddle's backward signatures (phi-semantics.md, section 7).
@@ -33,7 +33,7 @@
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/static_vector.hpp>
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 
 namespace ctspmd::model::detail {
 

@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RULES_REGISTRY_HPP
-#define CTSPMD_RULES_REGISTRY_HPP
+#ifndef CTSPMD_REGISTRY_RULES_BY_NAME_HPP
+#define CTSPMD_REGISTRY_RULES_BY_NAME_HPP
 /// \file The rule registry: every operator name, as Paddle spells it, mapped to its rule. It is
 /// the single list of rules; the runtime layer's by-name table, the plans' attribute variant and
 /// the fuzzer's operand counts are derived from it.
@@ -12,7 +12,7 @@
 /// more names it cost about a second of every including TU's compile time. This one costs a
 /// constant search per lookup.) Every registered rule is checked against `SpmdRule` here, and
 /// the first requirement a rule misses is named in one sentence; the runtime layer checks that
-/// its attributes are adapted for reflection (rules/reflection.hpp).
+/// its attributes are adapted for reflection (registry/attribute_reflection.hpp).
 
 #include <array>
 #include <cstddef>
@@ -490,7 +490,7 @@ struct no_such_rule : rule_base<no_such_rule, replicated_attributes> {
 template <fixed_string Name>
 struct rule_lookup {
   static constexpr std::size_t at = registry_find(Name.view());
-  // A misspelt operator name stops here (the registry is in ctspmd/rules/registry.hpp).
+  // A misspelt operator name stops here (the registry is in ctspmd/registry/rules_by_name.hpp).
   static_assert(at < registry.size(), "no rule is registered under this operator name (see ctspmd::rules::registry)");
   using type = typename std::conditional_t<(at < registry.size()), type_at<(at < registry.size() ? registry[at].rule : 0),
                                                                            registered_rules>,

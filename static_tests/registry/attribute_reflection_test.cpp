@@ -1,7 +1,7 @@
-// The reflection of every registered rule's attributes (rules/reflection.hpp) lists every member of
+// The reflection of every registered rule's attributes (registry/attribute_reflection.hpp) lists every member of
 // the struct: a member left out would be unknown to the runtime layer, the JSON tool and Python.
 // The members are counted as the most initializers the aggregate takes (one braced value each).
-#include <ctspmd/rules/reflection.hpp>
+#include <ctspmd/registry/attribute_reflection.hpp>
 
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/length.hpp>
@@ -37,7 +37,7 @@ template <class T>
 constexpr bool reflects_every_member() {
   constexpr bool every = member_count<T>() == decltype(boost::hana::length(boost::hana::accessors<T>()))::value;
   // The struct named in this instantiation has a member its BOOST_HANA_ADAPT_STRUCT does not list.
-  static_assert(every, "an attributes struct has a member rules/reflection.hpp does not list");
+  static_assert(every, "an attributes struct has a member registry/attribute_reflection.hpp does not list");
   return every;
 }
 template <class... Rules>

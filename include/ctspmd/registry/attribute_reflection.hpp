@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RULES_REFLECTION_HPP
-#define CTSPMD_RULES_REFLECTION_HPP
+#ifndef CTSPMD_REGISTRY_ATTRIBUTE_REFLECTION_HPP
+#define CTSPMD_REGISTRY_ATTRIBUTE_REFLECTION_HPP
 /// \file The Boost.Hana adaptation of every registered rule's attributes, which the runtime
 /// layer reads by name (runtime/attributes.hpp). Kept apart from the rule headers: a hundred
 /// adaptations cost about half a second of compile time in every TU that includes them, and
@@ -8,7 +8,7 @@
 
 #include <boost/hana/adapt_struct.hpp>
 
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::bmm_attributes);
 BOOST_HANA_ADAPT_STRUCT(ctspmd::rules::concat_attributes, axis);
