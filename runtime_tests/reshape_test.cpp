@@ -2,7 +2,7 @@
 // forward -> backward round trip over generated reshapes.
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/dist/format.hpp>
-#include <ctspmd/rules/dim_trans.hpp>
+#include <ctspmd/rules/kit/dim_trans.hpp>
 #include <ctspmd/rules/reshape.hpp>
 
 #include <doctest/doctest.h>

@@ -32,7 +32,6 @@
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/cumsum.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>
-#include <ctspmd/rules/dim_trans.hpp>
 #include <ctspmd/rules/dropout.hpp>
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
@@ -46,7 +45,9 @@
 #include <ctspmd/rules/fused_rope.hpp>
 #include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/gather_nd.hpp>
-#include <ctspmd/rules/kit.hpp>
+#include <ctspmd/rules/kit/dim_trans.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/rules/logsumexp.hpp>
@@ -63,7 +64,6 @@
 #include <ctspmd/rules/reshape.hpp>
 #include <ctspmd/rules/reshape_grad.hpp>
 #include <ctspmd/rules/rms_norm.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 #include <ctspmd/rules/scale.hpp>
 #include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>

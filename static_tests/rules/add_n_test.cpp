@@ -1,7 +1,7 @@
 // add_n: inputs of one shape, merged (phi-semantics.md section 2: "same-rank check; merge all
 // inputs; inputs and out = merged").
-#include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/registry/rules_by_name.hpp>
+#include <ctspmd/rules/add_n.hpp>
 
 #include "../test_support.hpp"
 

@@ -2,8 +2,8 @@
 // "dropout: forward = unary, mask = out, seed_tensor must be None (InvalidArgument); grad = binary
 // (mask, out_grad). fused_dropout_add: out = binary(x, y), but x and y are returned unmerged
 // [we merge them]; seed_offset [2] is replicated. Grad: both grads = out_grad.").
-#include <ctspmd/rules/dropout.hpp>
 #include <ctspmd/registry/rules_by_name.hpp>
+#include <ctspmd/rules/dropout.hpp>
 
 #include <ctspmd/registry/attribute_reflection.hpp>
 

@@ -2,8 +2,8 @@
 // (add_grad, multiply_grad, divide_grad, ...). Cases from phi-semantics.md section 2 ("Grad(x,
 // y, out_grad): out_grad's partial is cleaned; x, y and their grads take out_grad's mapping; ...
 // that grad becomes Partial(sum) on those mesh dims").
-#include <ctspmd/rules/elementwise_grad.hpp>
 #include <ctspmd/registry/rules_by_name.hpp>
+#include <ctspmd/rules/elementwise_grad.hpp>
 
 #include "../test_support.hpp"
 

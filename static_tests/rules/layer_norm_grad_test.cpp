@@ -1,7 +1,7 @@
 // layer_norm_grad (phi-semantics.md section 2: "Grad: AlignDimsSharding(x, mean, var, out_grad) on
 // the first bna axes; scale_grad and bias_grad replicated with Partial(sum) on those mesh dims").
-#include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/registry/rules_by_name.hpp>
+#include <ctspmd/rules/layer_norm_grad.hpp>
 
 #include "../test_support.hpp"
 

@@ -146,7 +146,7 @@ constexpr std::int64_t bytes_thunk(cost_kind k, const local_operands& in, const 
 }
 }  // namespace detail
 
-/// What an operator costs, from its registry entry (rules/cost_traits.hpp): its rule (an index
+/// What an operator costs, from its registry entry (rules/kit/cost_traits.hpp): its rule (an index
 /// into `rules::registered_rules`: `rule == rules::index_of<rules::adamw>`), its kind, and its
 /// rule's FLOPs and bytes.
 struct operator_cost {
@@ -300,7 +300,7 @@ struct operator_info {
   /// What it costs (its rule's cost traits).
   operator_cost cost{};
   /// The FLOPs one device computes for it, and the bytes it reads and writes in the device's
-  /// memory, from its operands as the device holds them (rules/cost_traits.hpp).
+  /// memory, from its operands as the device holds them (rules/kit/cost_traits.hpp).
   constexpr std::int64_t flops(const local_operands& in, const local_operands& out) const {
     return cost.flops == nullptr ? 0 : cost.flops(cost.kind, in, out, attributes);
   }

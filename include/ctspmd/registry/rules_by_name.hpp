@@ -44,6 +44,7 @@
 #include <ctspmd/rules/fused_rope.hpp>
 #include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/gather_nd.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/rules/logsumexp.hpp>
@@ -60,7 +61,6 @@
 #include <ctspmd/rules/reshape.hpp>
 #include <ctspmd/rules/reshape_grad.hpp>
 #include <ctspmd/rules/rms_norm.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 #include <ctspmd/rules/scale.hpp>
 #include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>
@@ -150,7 +150,7 @@ template <std::size_t I>
 using registered_rule = typename detail::type_at<I, registered_rules>::type;
 
 /// One registered operator name, its rule (an index into `registered_rules`) and its cost kind
-/// (rules/cost_traits.hpp): its rule's, unless the entry sets the name apart.
+/// (rules/kit/cost_traits.hpp): its rule's, unless the entry sets the name apart.
 struct registry_entry {
   std::string_view name;
   std::size_t rule = 0;

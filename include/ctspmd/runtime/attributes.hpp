@@ -23,7 +23,7 @@
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::runtime {
 

@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RULES_RULE_BASE_HPP
-#define CTSPMD_RULES_RULE_BASE_HPP
+#ifndef CTSPMD_RULES_KIT_RULE_BASE_HPP
+#define CTSPMD_RULES_KIT_RULE_BASE_HPP
 /// \file The rule contract (`SpmdRule`), the public entry points every rule shares
 /// (`rule_base`), and the two semantics a rule can follow.
 ///
@@ -20,9 +20,9 @@
 ///   on data leaves it out. A plan (model/plan.hpp) checks every operator whose rule has it
 ///   (`HasOutputShapes`) against the shapes the plan declares for its outputs; without it only
 ///   the outputs' ranks are checked, during propagation;
-/// - optionally, its cost traits: `kind`, `flops` and `bytes` (rules/cost_traits.hpp), each with
+/// - optionally, its cost traits: `kind`, `flops` and `bytes` (rules/kit/cost_traits.hpp), each with
 ///   a default by kind.
-/// Deriving from `rule_base<Rule, Attributes>` gives it its public API. rules/kit.hpp has the
+/// Deriving from `rule_base<Rule, Attributes>` gives it its public API. rules/kit/labels_and_merges.hpp has the
 /// pieces rules are written with; registry/rules_by_name.hpp checks every registered rule against
 /// `SpmdRule` and names the first requirement it misses.
 
@@ -39,7 +39,7 @@
 #include <ctspmd/dist/spmd_info.hpp>
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
-#include <ctspmd/rules/cost_traits.hpp>
+#include <ctspmd/rules/kit/cost_traits.hpp>
 
 namespace ctspmd {
 
@@ -120,7 +120,7 @@ struct rule_base {
   /// Forward inference into `info` (empty): ok, or the error (then `info` is unspecified).
   static constexpr status try_infer_forward_into(spmd_info& info, spec_span inputs, const Attributes& attrs = {},
                                                  semantics s = semantics::fluid) {
-    static_assert(SpmdRule<Rule>, "a rule must satisfy ctspmd::SpmdRule (see rules/rule_base.hpp)");
+    static_assert(SpmdRule<Rule>, "a rule must satisfy ctspmd::SpmdRule (see rules/kit/rule_base.hpp)");
     if (auto c = check_operands(inputs, {}, false); !c) return named(c.error());
     if (auto r = Rule::forward(info, inputs, attrs, s); !r) return named(r.error());
     return {};
@@ -128,7 +128,7 @@ struct rule_base {
   /// Backward inference into `info` (empty): ok, or the error (then `info` is unspecified).
   static constexpr status try_infer_backward_into(spmd_info& info, spec_span inputs, spec_span outputs,
                                                   const Attributes& attrs = {}, semantics s = semantics::fluid) {
-    static_assert(SpmdRule<Rule>, "a rule must satisfy ctspmd::SpmdRule (see rules/rule_base.hpp)");
+    static_assert(SpmdRule<Rule>, "a rule must satisfy ctspmd::SpmdRule (see rules/kit/rule_base.hpp)");
     if (auto c = check_operands(inputs, outputs, true); !c) return named(c.error());
     if (auto r = Rule::backward(info, inputs, outputs, attrs, s); !r) return named(r.error());
     return {};

@@ -1,9 +1,9 @@
 // The rule kit's pieces: replicating the dims labelled '1' before a merge; the grad-rule pieces:
 // absent optional inputs, the grad rule's missing reverse, and the gradient of a broadcast operand
 // (phi's ReduceGradBroadCastDims).
-#include <ctspmd/rules/kit.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
 
-#include "../test_support.hpp"
+#include "../../test_support.hpp"
 
 using namespace ctspmd;
 using namespace ctspmd::rules;

@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RULES_EINSUM_CORE_HPP
-#define CTSPMD_RULES_EINSUM_CORE_HPP
+#ifndef CTSPMD_RULES_KIT_EINSUM_CORE_HPP
+#define CTSPMD_RULES_KIT_EINSUM_CORE_HPP
 /// \file The einsum core the einsum rules (einsum.hpp), matmul and embedding are built on: an
 /// einsum given as label strings, one per operand (a notation is parsed by einsum.hpp; matmul
 /// and embedding view constant strings).
@@ -25,8 +25,8 @@
 
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules::detail {
 

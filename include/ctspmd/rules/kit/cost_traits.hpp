@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RULES_COST_TRAITS_HPP
-#define CTSPMD_RULES_COST_TRAITS_HPP
+#ifndef CTSPMD_RULES_KIT_COST_TRAITS_HPP
+#define CTSPMD_RULES_KIT_COST_TRAITS_HPP
 /// \file What an operator costs a device, as its rule states it: its kind, its FLOPs and the
 /// bytes it reads and writes in device memory, from its operands' local shapes (the part one
 /// device holds, `local_operands`) and its attributes. The cost of a training step and the layout

@@ -1,4 +1,4 @@
-#include <ctspmd/rules/dim_trans.hpp>
+#include <ctspmd/rules/kit/dim_trans.hpp>
 
 using namespace ctspmd;
 using dt = ctspmd::dim_trans;

@@ -1,4 +1,4 @@
-// The rules' cost traits (rules/cost_traits.hpp): every registered name has them, by default or
+// The rules' cost traits (rules/kit/cost_traits.hpp): every registered name has them, by default or
 // its rule's own; each kind's defaults; the formulas of the rules that state their own; local
 // sizes of uneven shards; saturation.
 #include <ctspmd/model/plan.hpp>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <utility>
 
-#include "../test_support.hpp"
+#include "../../test_support.hpp"
 
 using namespace ctspmd;
 

@@ -1,7 +1,7 @@
-#ifndef CTSPMD_RULES_DIM_TRANS_HPP
-#define CTSPMD_RULES_DIM_TRANS_HPP
+#ifndef CTSPMD_RULES_KIT_DIM_TRANS_HPP
+#define CTSPMD_RULES_KIT_DIM_TRANS_HPP
 /// \file Dim transformations: where each output dim of a shape-changing operator (reshape,
-/// and later flatten / squeeze / unsqueeze) comes from, and what sharding survives it.
+/// and through it flatten, squeeze and unsqueeze) comes from, and what sharding survives it.
 ///
 /// Each output dim is one `dim_trans`:
 /// - `input_dim(i)`: input dim i, unchanged;

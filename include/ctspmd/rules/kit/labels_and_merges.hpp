@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RULES_KIT_HPP
-#define CTSPMD_RULES_KIT_HPP
+#ifndef CTSPMD_RULES_KIT_LABELS_AND_MERGES_HPP
+#define CTSPMD_RULES_KIT_LABELS_AND_MERGES_HPP
 /// \file The rule kit: the pieces every rule is written with.
 ///
 /// A rule labels its operands (one axis letter per dim, the same letter for the same logical
@@ -36,7 +36,7 @@
 #include <ctspmd/merge/policies.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/axes.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 
