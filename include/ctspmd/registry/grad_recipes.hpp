@@ -24,8 +24,10 @@
 ///   all-gather forward, reduce-scatter backward, and the other way round; an all-reduce of a
 ///   partial sum forward, nothing backward).
 /// An empty grad name marks an operator no gradient flows through (its outputs are indices,
-/// counts or constants). The text is parsed once per forward name, during compilation
-/// (`parsed_recipe`); a malformed one is a compile error.
+/// counts or constants; the rows are grouped by the reason at the end of the table). A forward
+/// name that has no recipe yet stands in `grad_recipes_missing`, with the reason. The text is
+/// parsed once per forward name, during compilation (`parsed_recipe`); a malformed one is a
+/// compile error.
 
 #include <cstddef>
 #include <cstdint>
@@ -45,12 +47,8 @@ struct grad_recipe {
 // are the same either way.
 inline constexpr grad_recipe grad_recipes[] = {
     {"add", "add_grad", "i0# i1# g0 > d0 d1"},
-    {"all", "", ""},
     {"amax", "amax_grad", "i0 o0 g0 > d0"},
     {"amin", "amin_grad", "i0 o0 g0 > d0"},
-    {"any", "", ""},
-    {"argmax", "", ""},
-    {"argmin", "", ""},
     {"assign", "assign", "g0 > d0="},
     {"bmm", "bmm_grad", "i0 i1 g0 > d0 d1"},
     {"c_embedding", "c_embedding_grad", "i0# i1 g0 > d0"},
@@ -64,12 +62,10 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"dropout", "dropout_grad", "o1 g0 > d0"},
     {"elementwise_pow", "elementwise_pow_grad", "i0 i1 g0 > d0 d1"},
     {"embedding", "embedding_grad", "i0 i1# g0 > d1"},
-    {"equal", "", ""},
     {"exp", "exp_grad", "o0 g0 > d0"},
     {"expand_as", "expand_as_grad", "i0# g0 > d0"},  // y is read for its shape only
     {"flash_attention", "flash_attention_grad", "i0 i1 i2 o0 o2 o3 i4 g0 > d0 d1 d2"},
     {"flatten", "flatten_grad", "i0# g0 > d0"},
-    {"full_like", "", ""},
     {"fused_dropout_add", "fused_dropout_add_grad", "o1 g0 > d0 d1"},
     {"fused_rms_norm", "rms_norm_grad", "i0 i1 o1 g0 > d0 d1"},
     {"fused_rope", "fused_rope_grad", "i3 i4 i5 g0 g1 g2 > d0 d1 d2"},
@@ -77,12 +73,8 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"gather", "gather_grad", "i0# i1 g0 > d0"},
     {"gather_nd", "gather_nd_grad", "i0# i1 g0 > d0"},
     {"gelu", "gelu_grad", "i0 g0 > d0"},
-    {"greater_equal", "", ""},
-    {"greater_than", "", ""},
     {"index_select", "index_select_grad", "i0# i1 g0 > d0"},
     {"layer_norm", "layer_norm_grad", "i0 i1 i2 o1 o2 g0 > d0 d1 d2"},
-    {"less_equal", "", ""},
-    {"less_than", "", ""},
     {"log", "log_grad", "i0 g0 > d0"},
     {"log_softmax", "log_softmax_grad", "o0 g0 > d0"},
     {"logsumexp", "logsumexp_grad", "i0 o0 g0 > d0"},
@@ -97,9 +89,6 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"moe_combine", "moe_combine_grad", "i0 i1 i2 g0 > d0 d1 d2"},
     {"moe_gate_dispatch", "moe_gate_dispatch_grad", "o1 o2 o4 g0 g1 > d0 d1"},
     {"multiply", "multiply_grad", "i0 i1 g0 > d0 d1"},
-    {"not_equal", "", ""},
-    {"numel", "", ""},
-    {"one_hot", "", ""},
     {"p_norm", "p_norm_grad", "i0 o0 g0 > d0"},
     {"pad", "pad_grad", "g0 > d0"},
     {"pow", "pow_grad", "i0 g0 > d0"},
@@ -138,8 +127,115 @@ inline constexpr grad_recipe grad_recipes[] = {
     {"unsqueeze", "unsqueeze_grad", "i0# g0 > d0"},
     {"unsqueeze2", "unsqueeze_grad", "i0# g0 > d0"},
     {"where", "where_grad", "i0 i1# i2# g0 > d1 d2"},
+
+    // Elementwise functions through the generic elementwise grad rules (elementwise_unary_grad,
+    // elementwise_binary_grad), under Paddle's grad names and reading what Paddle's grad op reads
+    // (a copy and conj through themselves).
+    {"acos", "acos_grad", "i0 g0 > d0"},
+    {"acosh", "acosh_grad", "i0 g0 > d0"},
+    {"asin", "asin_grad", "i0 g0 > d0"},
+    {"asinh", "asinh_grad", "i0 g0 > d0"},
+    {"assign_out_", "assign_out_", "g0 > d0"},  // a copy: out_grad copied back
+    {"atan", "atan_grad", "i0 g0 > d0"},
+    {"atanh", "atanh_grad", "i0 g0 > d0"},
+    {"celu", "celu_grad", "i0 g0 > d0"},
+    {"clip", "clip_grad", "i0 g0 > d0"},
+    {"conj", "conj", "g0 > d0"},  // the conjugate of out_grad
+    {"cosh", "cosh_grad", "i0 g0 > d0"},
+    {"digamma", "digamma_grad", "i0 g0 > d0"},
+    {"elu", "elu_grad", "i0 o0 g0 > d0"},
+    {"erf", "erf_grad", "i0 g0 > d0"},
+    {"erfinv", "erfinv_grad", "o0 g0 > d0"},
+    {"expm1", "expm1_grad", "o0 g0 > d0"},
+    {"fmax", "fmax_grad", "i0 i1 g0 > d0 d1"},
+    {"fmin", "fmin_grad", "i0 i1 g0 > d0 d1"},
+    {"hardshrink", "hardshrink_grad", "i0 g0 > d0"},
+    {"hardsigmoid", "hardsigmoid_grad", "o0 g0 > d0"},
+    {"hardswish", "hardswish_grad", "i0 g0 > d0"},
+    {"hardtanh", "hardtanh_grad", "i0 g0 > d0"},
+    {"heaviside", "heaviside_grad", "i0 i1 g0 > d0 d1"},
+    {"label_smooth", "label_smooth_grad", "i0# g0 > d0"},  // out_grad scaled: x for its shape only
+    {"leaky_relu", "leaky_relu_grad", "i0 g0 > d0"},
+    {"lgamma", "lgamma_grad", "i0 g0 > d0"},
+    {"log10", "log10_grad", "i0 g0 > d0"},
+    {"log1p", "log1p_grad", "i0 g0 > d0"},
+    {"log2", "log2_grad", "i0 g0 > d0"},
+    {"logit", "logit_grad", "i0 g0 > d0"},
+    {"logsigmoid", "logsigmoid_grad", "i0 g0 > d0"},
+    {"mish", "mish_grad", "i0 g0 > d0"},
+    {"reciprocal", "reciprocal_grad", "o0 g0 > d0"},
+    {"relu6", "relu6_grad", "o0 g0 > d0"},
+    {"selu", "selu_grad", "o0 g0 > d0"},
+    {"sinh", "sinh_grad", "i0 g0 > d0"},
+    {"softplus", "softplus_grad", "i0 g0 > d0"},
+    {"softshrink", "softshrink_grad", "i0 g0 > d0"},
+    {"softsign", "softsign_grad", "i0 g0 > d0"},
+    {"stanh", "stanh_grad", "i0 g0 > d0"},
+    {"swish", "swish_grad", "i0 g0 > d0"},
+    {"tan", "tan_grad", "i0 g0 > d0"},
+    {"tanh_shrink", "tanh_shrink_grad", "i0 g0 > d0"},
+    {"thresholded_relu", "thresholded_relu_grad", "i0 g0 > d0"},
+
+    // No gradient flows through these (an empty grad name):
+    // - their outputs are integers or booleans: indices, counts, comparisons, logic, bits;
+    {"all", "", ""},
+    {"any", "", ""},
+    {"argmax", "", ""},
+    {"argmin", "", ""},
+    {"bitwise_and", "", ""},
+    {"bitwise_not", "", ""},
+    {"bitwise_or", "", ""},
+    {"bitwise_xor", "", ""},
+    {"equal", "", ""},
+    {"floor_divide", "", ""},
+    {"greater_equal", "", ""},
+    {"greater_than", "", ""},
+    {"less_equal", "", ""},
+    {"less_than", "", ""},
+    {"logical_and", "", ""},
+    {"logical_not", "", ""},
+    {"logical_or", "", ""},
+    {"logical_xor", "", ""},
+    {"not_equal", "", ""},
+    {"numel", "", ""},
+    {"one_hot", "", ""},
+    // - piecewise constant: their gradient is zero wherever it exists;
+    {"ceil", "", ""},
+    {"floor", "", ""},
+    {"round", "", ""},
+    {"sign", "", ""},
+    {"trunc", "", ""},
+    // - their values do not depend on their inputs' values: constants and random samples;
+    {"bernoulli", "", ""},
+    {"exponential_", "", ""},
+    {"fill", "", ""},
+    {"full_like", "", ""},
+    {"poisson", "", ""},
+    // - they are not on the way to the loss: optimizer updates, and a backward-pass operator.
+    {"adam", "", ""},
+    {"adamw", "", ""},
+    {"fused_linear_param_grad_add", "", ""},
+    {"sgd", "", ""},
 };
 inline constexpr std::size_t grad_recipe_count = sizeof grad_recipes / sizeof *grad_recipes;
+
+/// A registered forward name without a recipe, and why: a training step through it fails ("has
+/// no grad recipe"), as through any name without one. Every registered forward name has a recipe
+/// or stands here (static_tests/registry/grad_recipes_test.cpp checks it), so that a new rule's
+/// gradient is decided when it is registered.
+struct missing_grad_recipe {
+  std::string_view forward, why;
+};
+inline constexpr missing_grad_recipe grad_recipes_missing[] = {
+    {"add_n", "grad rule not yet written (each input's gradient is out_grad)"},
+    {"default_data_parallel", "a fallback rule: the operator it stands for decides its gradient"},
+    {"det", "grad rule not yet written"},
+    {"einsum", "grad rule not yet written"},
+    {"frobenius_norm", "grad rule not yet written"},
+    {"remainder", "grad rule not yet written (Paddle names no grad operator for it)"},
+    {"replicated", "a fallback rule: the operator it stands for decides its gradient"},
+    {"squared_l2_norm", "grad rule not yet written"},
+};
 
 /// One operand of a recipe: `kind` is 'i', 'o', 'g' or '-' (inputs) or 'd' (outputs); `index`
 /// is K, or `all` for `*`; `pinned` marks `dK=`, `shape_only` `iK#`.

@@ -52,7 +52,11 @@ constexpr bool has_traits() {
 }
 template <std::size_t... I>
 constexpr bool every_name_has_traits(std::index_sequence<I...>) {
-  return (has_traits<I>() && ...);
+  // An array, not a fold: Clang 14 nests a fold expression of more than 256 operands too deep.
+  constexpr bool has[] = {has_traits<I>()...};
+  for (bool h : has)
+    if (!h) return false;
+  return true;
 }
 static_assert(every_name_has_traits(std::make_index_sequence<rules::registry.size()>{}));
 
