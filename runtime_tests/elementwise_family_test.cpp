@@ -1,4 +1,4 @@
-// The group A elementwise rules at run time: add_n, swiglu, scale, pow, dropout,
+// The elementwise family's rules at run time: add_n, swiglu, scale, pow, dropout,
 // fused_dropout_add, where, and the elementwise grad rules (unary, binary, where_grad,
 // dropout_grad, fused_dropout_add_grad, swiglu_grad): typed and by-name calls, errors as thrown
 // spmd_errors with their messages, and the forward -> backward round trip of every non-grad rule.
@@ -158,7 +158,7 @@ TEST_CASE("elementwise grads") {
               error_kind::unimplemented, "no reverse inference");
 }
 
-TEST_CASE("group A elementwise rules: forward -> backward round trip") {
+TEST_CASE("elementwise family rules: forward -> backward round trip") {
   ctspmd_test::rng r(0x67726f757041ULL);
   std::size_t checked = 0;
   for (int i = 0; i < 300; ++i) {

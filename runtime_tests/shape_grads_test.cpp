@@ -1,4 +1,4 @@
-// Group H's shape grad rules at run time (one section each): cases by type and by name under
+// The shape grad rules at run time (one section each): cases by type and by name under
 // both semantics, partial out_grad, and every error as a thrown spmd_error with its message. (Grad rules have no reverse inference, so there is no round trip.)
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/runtime.hpp>

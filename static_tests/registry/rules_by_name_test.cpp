@@ -159,7 +159,7 @@ static_assert(std::is_same_v<rules::rule_for<"stack">, rules::stack>);
 // Every registered rule satisfies the contract.
 static_assert(SpmdRule<rules::matmul> && SpmdRule<rules::stack> && SpmdRule<rules::einsum<"ij->j">>);
 
-// Group D (optimizers, data parallel, MoE, scans and selections).
+// Optimizers, data parallel, MoE, scans and selections.
 static_assert(std::is_same_v<rules::rule_for<"adam">, rules::adam>);
 static_assert(std::is_same_v<rules::rule_for<"adamw">, rules::adamw>);
 static_assert(std::is_same_v<rules::rule_for<"sgd">, rules::sgd>);

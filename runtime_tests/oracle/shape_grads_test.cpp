@@ -1,4 +1,4 @@
-// The oracle on group H's grad rules (one section each). A grad rule is called forward (its
+// The oracle on the shape grad rules and bmm_grad (one section each). A grad rule is called forward (its
 // backward is no reverse inference), so only forward is simulated: each device computes its
 // local gradients from its local inputs, and each gradient, its partial parts combined and its
 // shards concatenated, must equal the true gradient. Gradients that move, select or sum
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "ops_group_c.hpp"
-#include "ops_group_h.hpp"
+#include "ops_shape.hpp"
+#include "ops_shape_grads.hpp"
 
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;

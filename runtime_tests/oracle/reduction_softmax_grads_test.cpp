@@ -1,8 +1,8 @@
-// The oracle on group G's grad rules: the reduction grads (sum_grad, mean_grad, max_grad,
+// The oracle on these grad rules: the reduction grads (sum_grad, mean_grad, max_grad,
 // min_grad, amax_grad, amin_grad, prod_grad, logsumexp_grad, p_norm_grad), softmax_grad and
 // log_softmax_grad, transpose_grad, cross_entropy_with_softmax_grad and
 // c_softmax_with_cross_entropy_grad. Each device runs the CPU reference gradient
-// (ops_group_g.hpp) on its local tensors laid out as the rule requires; x_grad, reassembled as
+// (ops_reduction_softmax_grads.hpp) on its local tensors laid out as the rule requires; x_grad, reassembled as
 // the rule says (partial parts combined), must equal the unsharded gradient. Every case runs under
 // both semantics.
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "ops_group_g.hpp"
+#include "ops_reduction_softmax_grads.hpp"
 
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;

@@ -1,6 +1,6 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_GROUP_C_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_GROUP_C_HPP
-// CPU references of the shape operators of group C (squeeze, unsqueeze, tile and its
+#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_SHAPE_HPP
+#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_SHAPE_HPP
+// CPU references of the shape operators (squeeze, unsqueeze, tile and its
 // gradient, triu / tril, expand_as, unbind, slice / strided_slice, pad), written from the
 // operators' definitions (numpy / Paddle semantics), independent of the rules. Like ops.hpp,
 // each runs on the unsharded tensors and on every simulated device's local tensors, and

@@ -1,4 +1,4 @@
-// The oracle on the group E rules (rotary position embedding: fused_rope and fused_rope_grad),
+// The oracle on the rotary position embedding rules (fused_rope and fused_rope_grad),
 // with k, v, the sin/cos tables and position_ids each given or absent.
 // Each device rotates its local q, k, v (or output gradients) with its local sin, cos and
 // position_ids; the reassembled results must equal the unsharded computation. Under sequence
@@ -6,7 +6,7 @@
 // rows of sin and cos; without sin and cos the angles come from the local position, so a seq
 // dim sharded there would give wrong results.
 #include "harness.hpp"
-#include "ops_group_e.hpp"
+#include "ops_rope.hpp"
 
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;

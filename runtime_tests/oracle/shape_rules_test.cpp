@@ -1,4 +1,4 @@
-// The oracle on group C's shape rules: squeeze, unsqueeze, the reshapes' gradient
+// The oracle on the shape rules: squeeze, unsqueeze, the reshapes' gradient
 // (flatten_grad / reshape_grad / squeeze_grad / unsqueeze_grad), tile and tile_grad, triu and
 // triu_grad, expand_as, unbind, slice, strided_slice and pad. These move, copy or mask
 // elements, so the rules keep partial inputs partial where the operator commutes with the
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "ops_group_c.hpp"
+#include "ops_shape.hpp"
 
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;

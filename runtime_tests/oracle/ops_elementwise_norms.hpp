@@ -1,6 +1,6 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_GROUP_A_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_GROUP_A_HPP
-// CPU references of the group A operators (elementwise family, norms) and of their gradients,
+#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ELEMENTWISE_NORMS_HPP
+#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ELEMENTWISE_NORMS_HPP
+// CPU references of the elementwise family's operators and the norms and of their gradients,
 // on whole tensors; the oracle runs the same functions on each device's local tensors.
 #include <cmath>
 #include <cstddef>

@@ -1,6 +1,6 @@
-// Group G's grad rules other than the reduction grads (reduction_grad_test.cpp) at run time: by
-// name, attributes by name, error kinds and messages. Grad rules have no reverse inference, so
-// no round trip.
+// The softmax, transpose and cross-entropy grad rules (the reduction grads are in
+// reduction_grad_test.cpp) at run time: by name, attributes by name, error kinds and messages.
+// Grad rules have no reverse inference, so no round trip.
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/dist/format.hpp>
 #include <ctspmd/runtime.hpp>

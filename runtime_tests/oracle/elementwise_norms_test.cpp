@@ -1,4 +1,5 @@
-// The oracle on the group A rules: scale, pow, dropout, add_n, swiglu, fused_dropout_add, where,
+// The oracle on the elementwise family's and the norms' rules: scale, pow, dropout, add_n, swiglu,
+// fused_dropout_add, where,
 // rms_norm (forward and backward), and the grad rules relu_grad, silu_grad, gelu_grad, pow_grad, add_grad,
 // multiply_grad, divide_grad, where_grad, dropout_grad, fused_dropout_add_grad, swiglu_grad,
 // rms_norm_grad, layer_norm_grad (forward: a grad rule is called forward). A grad rule's case
@@ -6,7 +7,7 @@
 // run locally): a gradient summed over a broadcast or leading dim that is sharded leaves partial
 // sums, which the rule's partial status must combine into the true gradient.
 #include "harness.hpp"
-#include "ops_group_a.hpp"
+#include "ops_elementwise_norms.hpp"
 
 #include <cmath>
 

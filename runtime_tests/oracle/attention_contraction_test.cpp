@@ -1,9 +1,9 @@
-// The oracle on the group B rules (LLM training: attention, contraction gradients,
+// The oracle on the LLM-training rules (attention, contraction gradients,
 // vocabulary-parallel embedding and cross entropy). A grad rule is checked forward (its only
 // direction): each device computes its local gradients from its local inputs, and the gradient,
 // its partial parts combined and its shards concatenated, must equal the true gradient.
 #include "harness.hpp"
-#include "ops_group_b.hpp"
+#include "ops_attention_contraction.hpp"
 
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;

@@ -1,6 +1,6 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_GROUP_B_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_GROUP_B_HPP
-// CPU references of the LLM-training operators of group B (attention, contraction gradients,
+#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ATTENTION_CONTRACTION_HPP
+#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ATTENTION_CONTRACTION_HPP
+// CPU references of the LLM-training operators (attention, contraction gradients,
 // vocabulary-parallel embedding and cross entropy), and of their gradients, on float64 tensors,
 // written from the operators' mathematical definitions. As in ops.hpp, the same functions run on
 // the unsharded tensors (the reference) and on each simulated device's local tensors.

@@ -1,12 +1,12 @@
-// The oracle on group F's rules: gather_nd, scatter and their grads. Each device runs the CPU
-// reference (ops_group_f.hpp) on its local tensors laid out as the rule requires; the outputs,
+// The oracle on the n-d indexing rules: gather_nd, scatter and their grads. Each device runs the CPU
+// reference (ops_gather_nd_scatter.hpp) on its local tensors laid out as the rule requires; the outputs,
 // reassembled as the rule says (partial parts summed), must equal the unsharded computation.
 // Every case runs under both semantics.
 #include <algorithm>
 #include <numeric>
 
 #include "harness.hpp"
-#include "ops_group_f.hpp"
+#include "ops_gather_nd_scatter.hpp"
 
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;

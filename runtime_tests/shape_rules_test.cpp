@@ -1,4 +1,4 @@
-// Group C's shape rules at run time (squeeze, unsqueeze, the reshapes' gradient, tile and
+// The shape rules at run time (squeeze, unsqueeze, the reshapes' gradient, tile and
 // tile_grad, triu and triu_grad, expand_as, unbind, slice, strided_slice, pad): cases by type
 // and by name, every error as a thrown spmd_error with its message, and the forward ->
 // backward round trip of every non-grad rule.
