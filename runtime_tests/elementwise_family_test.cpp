@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -20,12 +21,8 @@ using runtime::attribute_map;
 
 namespace {
 const process_mesh mesh({2, 2, 2});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p});
-  return {shape, a};
-}
+const ctspmd_test::on_mesh spec{mesh};
+const ctspmd_test::partial_on_mesh partial_spec{mesh};
 const dist_tensor_spec absent = spec({}, {});
 
 std::vector<std::string> strings(const dist_attrs& attrs) {

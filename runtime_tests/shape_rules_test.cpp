@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -23,7 +24,7 @@ using V = std::vector<dist_tensor_spec>;
 
 namespace {
 const process_mesh mesh({2, 4});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
 const auto inv = error_kind::invalid_argument;
 
 /// One round-trip case: inputs, the forward outputs' shapes, the attributes.

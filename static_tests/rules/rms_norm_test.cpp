@@ -15,12 +15,8 @@ using ctspmd_test::constant_evaluates;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p});
-  return {shape, a};
-}
+constexpr ctspmd_test::on_mesh spec{mesh};
+constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};
 constexpr dist_tensor_spec sc = spec({16}, {2});
 
 static_assert(std::is_same_v<rule_for<"rms_norm">, rms_norm> && std::is_same_v<rule_for<"fused_rms_norm">, rms_norm>);

@@ -17,7 +17,7 @@ using ctspmd_test::co;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 static_assert(std::is_same_v<rule_for<"scale">, scale> && std::is_same_v<rule_for<"pow">, power>);
 static_assert(scale::attributes{}.scale == 1.0 && scale::attributes{}.bias == 0.0 && scale::attributes{}.bias_after_scale);

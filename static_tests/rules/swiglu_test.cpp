@@ -11,7 +11,7 @@ using ctspmd_test::co;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 constexpr dist_tensor_spec absent = spec({}, {});
 
 static_assert(std::is_same_v<rule_for<"swiglu">, swiglu> && std::is_same_v<rule_for<"swiglu_grad">, swiglu_grad>);

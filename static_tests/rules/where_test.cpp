@@ -13,7 +13,7 @@ using ctspmd_test::co;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 static_assert(std::is_same_v<rule_for<"where">, where> && std::is_same_v<rule_for<"where_grad">, where_grad>);
 
