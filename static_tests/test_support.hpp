@@ -8,6 +8,7 @@
 //     constexpr ctspmd_test::on_mesh spec{mesh};                   // spec({8, 16}, {0, -1})
 //     constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};   // partial_spec({8, 16}, {0, -1}, 1)
 // (`const`, not `constexpr`, where the mesh is not a constant).
+#include <concepts>
 #include <cstdint>
 #include <type_traits>
 
@@ -44,9 +45,11 @@ struct partial_on_mesh {
     a.set_partial_status(dims, r);
     return {shape, a};
   }
-  constexpr ctspmd::dist_tensor_spec operator()(const ctspmd::tensor_shape& shape, const ctspmd::dims_mapping& dm,
-                                                std::int64_t p, ctspmd::reduce_type r = ctspmd::reduce_type::sum) const {
-    return (*this)(shape, dm, ctspmd::mesh_dims{p}, r);
+  // A template, so that a braced `{1}` goes to the mesh_dims form (Clang warns of braces around a scalar).
+  template <std::integral Dim>
+  constexpr ctspmd::dist_tensor_spec operator()(const ctspmd::tensor_shape& shape, const ctspmd::dims_mapping& dm, Dim p,
+                                                ctspmd::reduce_type r = ctspmd::reduce_type::sum) const {
+    return (*this)(shape, dm, ctspmd::mesh_dims{static_cast<std::int64_t>(p)}, r);
   }
 };
 }  // namespace ctspmd_test
