@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 
 #include <vector>
@@ -18,7 +19,7 @@ namespace {
 const process_mesh m3({2, 2, 2});
 const process_mesh m2({2, 4});
 dist_tensor_spec co(const process_mesh& m, tensor_shape s, multi_dims_mapping dm) { return {s, {m, dm}}; }
-dist_tensor_spec spec(tensor_shape s, dims_mapping dm) { return {s, {m2, dm}}; }
+const ctspmd_test::on_mesh spec{m2};
 }  // namespace
 
 TEST_CASE("bmm_grad: Paddle's co-shard case (BmmGradInferSpmd) under phi") {

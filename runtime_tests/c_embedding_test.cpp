@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -15,7 +16,7 @@ using ctspmd_test::check_error;
 
 namespace {
 const process_mesh mesh({2, 4});
-dist_tensor_spec spec(tensor_shape s, dims_mapping dm) { return {s, {mesh, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
 }  // namespace
 
 TEST_CASE("c_embedding: by name, vocabulary parallel") {

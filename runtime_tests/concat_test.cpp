@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -17,13 +18,8 @@ using rules::concat;
 
 namespace {
 const process_mesh mesh({2, 3});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, mesh_dims partial,
-                              reduce_type r = reduce_type::sum) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status(partial, r);
-  return {shape, a};
-}
+const ctspmd_test::on_mesh spec{mesh};
+const ctspmd_test::partial_on_mesh partial_spec{mesh};
 }  // namespace
 
 TEST_CASE("concat forward") {

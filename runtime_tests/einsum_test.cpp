@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -17,7 +18,7 @@ using rules::dynamic_einsum;
 
 namespace {
 const process_mesh mesh({2, 3});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
 }  // namespace
 
 TEST_CASE("einsum forward and backward") {

@@ -1,4 +1,4 @@
-// The group A elementwise rules at run time: add_n, swiglu, scale, pow, dropout,
+// The elementwise family's rules at run time: add_n, swiglu, scale, pow, dropout,
 // fused_dropout_add, where, and the elementwise grad rules (unary, binary, where_grad,
 // dropout_grad, fused_dropout_add_grad, swiglu_grad): typed and by-name calls, errors as thrown
 // spmd_errors with their messages, and the forward -> backward round trip of every non-grad rule.
@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -20,12 +21,8 @@ using runtime::attribute_map;
 
 namespace {
 const process_mesh mesh({2, 2, 2});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p});
-  return {shape, a};
-}
+const ctspmd_test::on_mesh spec{mesh};
+const ctspmd_test::partial_on_mesh partial_spec{mesh};
 const dist_tensor_spec absent = spec({}, {});
 
 std::vector<std::string> strings(const dist_attrs& attrs) {
@@ -158,7 +155,7 @@ TEST_CASE("elementwise grads") {
               error_kind::unimplemented, "no reverse inference");
 }
 
-TEST_CASE("group A elementwise rules: forward -> backward round trip") {
+TEST_CASE("elementwise family rules: forward -> backward round trip") {
   ctspmd_test::rng r(0x67726f757041ULL);
   std::size_t checked = 0;
   for (int i = 0; i < 300; ++i) {

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 
 #include <vector>
@@ -14,7 +15,7 @@ using rules::fused_linear_param_grad_add;
 
 namespace {
 const process_mesh mesh({2, 4});
-dist_tensor_spec spec(tensor_shape s, dims_mapping dm) { return {s, {mesh, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
 dist_tensor_spec absent() { return {{}, {mesh, dims_mapping{}}}; }
 }  // namespace
 

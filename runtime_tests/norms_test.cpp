@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -17,7 +18,7 @@ using ctspmd_test::check_error;
 
 namespace {
 const process_mesh mesh({2, 2, 2});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
 std::vector<std::string> strings(const dist_attrs& attrs) {
   std::vector<std::string> out;
   for (const auto& a : attrs) out.push_back(to_string(a));

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -17,7 +18,7 @@ using ctspmd_test::check_error;
 
 namespace {
 const process_mesh mesh({2, 4});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
 const dist_tensor_spec absent = spec({}, {});
 const dist_tensor_spec scalar = spec({1}, {-1});
 std::vector<dist_tensor_spec> adam_in(dims_mapping p, dims_mapping g, dims_mapping m1, dims_mapping m2) {

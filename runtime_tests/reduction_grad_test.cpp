@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 
 #include <string>
@@ -17,12 +18,8 @@ using ctspmd_test::check_error;
 
 namespace {
 const process_mesh mesh({2, 4});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p, reduce_type r) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p}, r);
-  return {shape, a};
-}
+const ctspmd_test::on_mesh spec{mesh};
+const ctspmd_test::partial_on_mesh partial_spec{mesh};
 using specs = std::vector<dist_tensor_spec>;
 using axes = std::vector<std::int64_t>;
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -20,12 +21,8 @@ using rules::reduction_with;
 
 namespace {
 const process_mesh mesh({2, 3});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p, reduce_type r) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p}, r);
-  return {shape, a};
-}
+const ctspmd_test::on_mesh spec{mesh};
+const ctspmd_test::partial_on_mesh partial_spec{mesh};
 const dist_tensor_spec x = spec({4, 8, 16}, {0, 1, -1});
 
 template <reduce_type R>

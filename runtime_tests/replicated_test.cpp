@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -17,7 +18,7 @@ using rules::replicated;
 
 namespace {
 const process_mesh mesh({2, 3});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
 dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
   tensor_dist_attr a(mesh, dm);
   a.set_partial_status({partial_dim});

@@ -2,11 +2,12 @@
 // forward -> backward round trip over generated reshapes.
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/dist/format.hpp>
-#include <ctspmd/rules/dim_trans.hpp>
+#include <ctspmd/rules/kit/dim_trans.hpp>
 #include <ctspmd/rules/reshape.hpp>
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -23,8 +24,8 @@ using shape_attr = static_vector<std::int64_t, max_rank>;
 namespace {
 const process_mesh mesh({2, 3});
 const process_mesh mesh234({2, 3, 4});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-dist_tensor_spec spec234(tensor_shape shape, dims_mapping dm) { return {shape, {mesh234, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
+const ctspmd_test::on_mesh spec234{mesh234};
 dims_mapping fwd_in(const dist_tensor_spec& x, shape_attr shape) {
   return reshape::infer_forward({x}, {.shape = shape}).inputs[0].dims_mapping();
 }

@@ -60,14 +60,6 @@ inline ctspmd::process_mesh random_mesh(rng& r) {
                                           : ctspmd::tensor_shape{2, 2, 2});
 }
 
-/// A spec of `shape` on `mesh` with mapping `dm`, partial (sum) on `partial_dim`.
-inline ctspmd::dist_tensor_spec partial_spec_on(const ctspmd::process_mesh& mesh, const ctspmd::tensor_shape& shape,
-                                                const ctspmd::dims_mapping& dm, std::int64_t partial_dim) {
-  ctspmd::tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({partial_dim});
-  return {shape, a};
-}
-
 /// Operands' dist attrs (or specs) as text, for messages.
 inline std::string describe(const ctspmd::dist_attrs& attrs) {
   std::string out;

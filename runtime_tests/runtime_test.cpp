@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 
 #include <algorithm>
@@ -16,7 +17,7 @@ using runtime::attribute_map;
 
 namespace {
 const process_mesh mesh({2, 3});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+const ctspmd_test::on_mesh spec{mesh};
 const std::vector<dist_tensor_spec> mm_in{spec({64, 32}, {1, 0}), spec({32, 48}, {-1, -1})};
 }  // namespace
 

@@ -1,10 +1,11 @@
-// Group H's shape grad rules at run time (one section each): cases by type and by name under
+// The shape grad rules at run time (one section each): cases by type and by name under
 // both semantics, partial out_grad, and every error as a thrown spmd_error with its message. (Grad rules have no reverse inference, so there is no round trip.)
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/runtime.hpp>
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 
 #include <vector>
@@ -17,12 +18,8 @@ using V = std::vector<dist_tensor_spec>;
 namespace {
 const process_mesh mesh({2, 4});
 const process_mesh m22({2, 2});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-dist_tensor_spec partial(tensor_shape shape, dims_mapping dm, std::int64_t m, reduce_type r) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({m}, r);
-  return {shape, a};
-}
+const ctspmd_test::on_mesh spec{mesh};
+const ctspmd_test::partial_on_mesh partial{mesh};
 const auto inv = error_kind::invalid_argument;
 const auto unimpl = error_kind::unimplemented;
 }  // namespace

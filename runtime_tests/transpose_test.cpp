@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../static_tests/test_support.hpp"
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
@@ -18,10 +19,8 @@ using rules::transpose;
 
 namespace {
 const process_mesh mesh({2, 3});
-dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
-  return ctspmd_test::partial_spec_on(mesh, shape, dm, partial_dim);
-}
+const ctspmd_test::on_mesh spec{mesh};
+const ctspmd_test::partial_on_mesh partial_spec{mesh};
 }  // namespace
 
 TEST_CASE("transpose forward") {

@@ -21,6 +21,7 @@
 #include <ctspmd/model/training.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/add_n.hpp>
 #include <ctspmd/rules/bmm.hpp>
 #include <ctspmd/rules/bmm_grad.hpp>
@@ -31,7 +32,6 @@
 #include <ctspmd/rules/cross_entropy_with_softmax.hpp>
 #include <ctspmd/rules/cumsum.hpp>
 #include <ctspmd/rules/default_data_parallel.hpp>
-#include <ctspmd/rules/dim_trans.hpp>
 #include <ctspmd/rules/dropout.hpp>
 #include <ctspmd/rules/einsum.hpp>
 #include <ctspmd/rules/elementwise.hpp>
@@ -45,7 +45,9 @@
 #include <ctspmd/rules/fused_rope.hpp>
 #include <ctspmd/rules/gather.hpp>
 #include <ctspmd/rules/gather_nd.hpp>
-#include <ctspmd/rules/kit.hpp>
+#include <ctspmd/rules/kit/dim_trans.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/layer_norm.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
 #include <ctspmd/rules/logsumexp.hpp>
@@ -58,12 +60,10 @@
 #include <ctspmd/rules/pad_grad.hpp>
 #include <ctspmd/rules/reduction.hpp>
 #include <ctspmd/rules/reduction_grad.hpp>
-#include <ctspmd/rules/registry.hpp>
 #include <ctspmd/rules/replicated.hpp>
 #include <ctspmd/rules/reshape.hpp>
 #include <ctspmd/rules/reshape_grad.hpp>
 #include <ctspmd/rules/rms_norm.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 #include <ctspmd/rules/scale.hpp>
 #include <ctspmd/rules/scatter.hpp>
 #include <ctspmd/rules/slice.hpp>

@@ -25,7 +25,7 @@
 
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/dist/format.hpp>
-#include <ctspmd/rules/reflection.hpp>
+#include <ctspmd/registry/attribute_reflection.hpp>
 #include <ctspmd/runtime/attributes.hpp>
 
 #if defined(CTSPMD_RUNTIME_SEPARATE) && !defined(CTSPMD_RUNTIME_IMPLEMENTATION)

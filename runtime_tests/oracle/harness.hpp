@@ -170,6 +170,19 @@ inline std::map<char, std::int64_t> label_sizes(const ctspmd::process_mesh& mesh
   return sizes;
 }
 
+/// Integer values in [0, n) (indices), as doubles.
+inline tensor random_indices(const shape_t& s, std::int64_t n, rng& g) {
+  tensor t(s);
+  for (auto& v : t.data) v = static_cast<double>(g.uniform(0, n - 1));
+  return t;
+}
+
+/// `sizes[e]` made at least `k` (a multiple of itself, so still divisible by its shards).
+inline void at_least(std::map<char, std::int64_t>& sizes, char e, std::int64_t k) {
+  const auto n = sizes.at(e);
+  sizes[e] = n * ((k + n - 1) / n);
+}
+
 inline shape_t shape_of(const std::string& labels, const std::map<char, std::int64_t>& sizes) {
   shape_t s;
   for (char c : labels) s.push_back(c == '1' ? 1 : sizes.at(c));

@@ -29,6 +29,15 @@ inline std::size_t normalize_axis(std::int64_t axis, std::int64_t rank) {
   return to_size(axis < 0 ? axis + bound : axis);
 }
 
+inline void same_shape(const tensor& a, const tensor& b, const char* what) {
+  if (a.shape != b.shape)
+    throw oracle_error(std::string(what) + ": shapes " + shape_string(a.shape) + " and " + shape_string(b.shape));
+}
+inline double scalar_of(const tensor& t, const char* what) {
+  if (t.size() != 1) throw oracle_error(std::string(what) + " must hold one value, has shape " + shape_string(t.shape));
+  return t.data[0];
+}
+
 // ---------------------------------------------------------------------------- layout ops
 
 /// out dim i = x dim perm[i].

@@ -1,7 +1,7 @@
 // add_n: inputs of one shape, merged (phi-semantics.md section 2: "same-rank check; merge all
 // inputs; inputs and out = merged").
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/add_n.hpp>
-#include <ctspmd/rules/registry.hpp>
 
 #include "../test_support.hpp"
 
@@ -12,7 +12,7 @@ using ctspmd_test::constant_evaluates;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 static_assert(std::is_same_v<rule_for<"add_n">, add_n>);
 
@@ -39,11 +39,7 @@ static_assert(is(add_n::infer_forward({co(mesh, {8, 4}, {{0, 1}, {}}), co(mesh, 
 static_assert(add_n::infer_forward({spec({1, 4}, {0, -1}), spec({1, 4}, {-1, -1})}).outputs[0].dims_mapping() ==
               dims_mapping{-1, -1});
 // partial status: kept where every input is partial alike with sum or avg, dropped elsewhere
-constexpr dist_tensor_spec partial(tensor_shape shape, dims_mapping dm, mesh_dims p, reduce_type r = reduce_type::sum) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status(p, r);
-  return {shape, a};
-}
+constexpr ctspmd_test::partial_on_mesh partial{mesh};
 constexpr auto p1 = add_n::infer_forward({partial({8, 4}, {0, -1}, {1, 2}), partial({8, 4}, {-1, -1}, {1})});
 static_assert(p1.inputs[0].partial_dims() == mesh_dims{1} && p1.inputs[1].partial_dims() == mesh_dims{1});
 static_assert(p1.outputs[0].dims_mapping() == dims_mapping{0, -1} && p1.outputs[0].partial_dims() == mesh_dims{1});

@@ -8,13 +8,8 @@ using ctspmd_test::constant_evaluates;
 using vals = std::array<std::int64_t, 4>;
 
 constexpr process_mesh mesh({2, 3});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, mesh_dims partial,
-                                        reduce_type r = reduce_type::sum) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status(partial, r);
-  return {shape, a};
-}
+constexpr ctspmd_test::on_mesh spec{mesh};
+constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};
 
 // ==== forward ===================================================================================
 // ---- the inputs are merged, the concat axis replicated -------------------------------------------

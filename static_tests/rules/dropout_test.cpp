@@ -2,10 +2,10 @@
 // "dropout: forward = unary, mask = out, seed_tensor must be None (InvalidArgument); grad = binary
 // (mask, out_grad). fused_dropout_add: out = binary(x, y), but x and y are returned unmerged
 // [we merge them]; seed_offset [2] is replicated. Grad: both grads = out_grad.").
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/dropout.hpp>
-#include <ctspmd/rules/registry.hpp>
 
-#include <ctspmd/rules/reflection.hpp>
+#include <ctspmd/registry/attribute_reflection.hpp>
 
 #include <boost/hana/at_key.hpp>
 #include <boost/hana/string.hpp>
@@ -18,13 +18,9 @@ using ctspmd_test::co;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 constexpr dist_tensor_spec absent = spec({}, {});
-constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p});
-  return {shape, a};
-}
+constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};
 
 static_assert(dropout::attributes{}.p == 0.5 && dropout::attributes{}.mode == "upscale_in_train");
 static_assert(boost::hana::at_key(dropout::attributes{}, BOOST_HANA_STRING("fix_seed")) == false);

@@ -9,7 +9,7 @@ using ctspmd::rules::einsum;
 using ctspmd_test::constant_evaluates;
 
 constexpr process_mesh mesh({2, 3});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 // ==== einsum<"..."> =============================================================================
 using proj = einsum<"bsh,hd->bsd">;

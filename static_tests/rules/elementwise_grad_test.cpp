@@ -2,8 +2,8 @@
 // (add_grad, multiply_grad, divide_grad, ...). Cases from phi-semantics.md section 2 ("Grad(x,
 // y, out_grad): out_grad's partial is cleaned; x, y and their grads take out_grad's mapping; ...
 // that grad becomes Partial(sum) on those mesh dims").
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/elementwise_grad.hpp>
-#include <ctspmd/rules/registry.hpp>
 
 #include "../test_support.hpp"
 
@@ -14,12 +14,8 @@ using ctspmd_test::constant_evaluates;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p});
-  return {shape, a};
-}
+constexpr ctspmd_test::on_mesh spec{mesh};
+constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};
 
 // ==== registry ==================================================================================
 static_assert(std::is_same_v<rule_for<"relu_grad">, elementwise_unary_grad>);

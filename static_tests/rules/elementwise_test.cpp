@@ -8,13 +8,9 @@ using ctspmd_test::constant_evaluates;
 
 constexpr process_mesh mesh({2, 3});
 constexpr process_mesh mesh3({2, 2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-constexpr dist_tensor_spec spec3(tensor_shape shape, dims_mapping dm) { return {shape, {mesh3, dm}}; }
-constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({partial_dim});
-  return {shape, a};
-}
+constexpr ctspmd_test::on_mesh spec{mesh};
+constexpr ctspmd_test::on_mesh spec3{mesh3};
+constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};
 
 // ==== forward ===================================================================================
 // ---- same shapes: the shardings of the two inputs are merged -----------------------------------

@@ -7,7 +7,7 @@ using ctspmd::rules::embedding;
 using ctspmd_test::constant_evaluates;
 
 constexpr process_mesh mesh({2, 3});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 // ==== forward ===================================================================================
 // ---- column-parallel table: out takes x's dims and the table's column dim ----------------------

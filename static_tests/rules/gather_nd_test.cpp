@@ -10,7 +10,7 @@ using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 4});
 constexpr auto phi = semantics::phi;
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 using dm = dims_mapping;
 
 // ==== gather_nd ==================================================================================

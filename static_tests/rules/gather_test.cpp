@@ -11,7 +11,7 @@ using ctspmd_test::is;
 constexpr process_mesh mesh({2, 4});
 constexpr process_mesh m3({2, 2, 2});
 constexpr auto phi = semantics::phi;
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 // ==== gather / index_select ======================================================================
 constexpr auto g0 = gather::infer_forward({spec({16, 32, 8}, {0, 1, -1}), spec({12}, {-1})}, {.axis = 1});

@@ -1,7 +1,7 @@
 // layer_norm_grad (phi-semantics.md section 2: "Grad: AlignDimsSharding(x, mean, var, out_grad) on
 // the first bna axes; scale_grad and bias_grad replicated with Partial(sum) on those mesh dims").
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/layer_norm_grad.hpp>
-#include <ctspmd/rules/registry.hpp>
 
 #include "../test_support.hpp"
 
@@ -16,7 +16,7 @@ static_assert(layer_norm_grad::attributes{}.begin_norm_axis == 1);
 // ==== Paddle's C++ TEST(LayerNorm) grad cases (spmd_rule_test.cc): mesh [2, 2], x = out_grad [16, 32, 32]
 namespace paddle_cases {
 constexpr process_mesh mesh({2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 constexpr dist_tensor_spec x = spec({16, 32, 32}, {0, 1, -1});
 template <semantics S>
 constexpr bool case1() {
@@ -47,7 +47,7 @@ static_assert(case2<semantics::fluid>() && case2<semantics::phi>());
 }  // namespace paddle_cases
 
 constexpr process_mesh mesh({2, 2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 constexpr dist_tensor_spec absent = spec({}, {});
 constexpr dist_tensor_spec sb = spec({16}, {-1});
 

@@ -7,7 +7,7 @@ using ctspmd::rules::matmul;
 using ctspmd_test::constant_evaluates;
 
 constexpr process_mesh mesh({2, 3});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 // ==== notation ====================================================================================
 static_assert(matmul::notation(2, 2)->inputs[0] == "mk" && matmul::notation(2, 2)->output == "mn");

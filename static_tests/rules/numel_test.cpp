@@ -10,12 +10,8 @@ using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 4});
 constexpr auto phi = semantics::phi;
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({partial_dim});
-  return {shape, a};
-}
+constexpr ctspmd_test::on_mesh spec{mesh};
+constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};
 
 // ==== numel ======================================================================================
 constexpr auto n_fwd = numel::infer_forward({spec({8, 16}, {1, -1})});

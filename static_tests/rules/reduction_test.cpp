@@ -1,6 +1,6 @@
 #include <ctspmd/rules/reduction.hpp>
 
-#include <ctspmd/rules/reflection.hpp>
+#include <ctspmd/registry/attribute_reflection.hpp>
 
 #include <boost/hana/at_key.hpp>
 #include <boost/hana/string.hpp>
@@ -13,12 +13,8 @@ using ctspmd::rules::reduction_with;
 using ctspmd_test::constant_evaluates;
 
 constexpr process_mesh mesh({2, 3});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p, reduce_type r) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p}, r);
-  return {shape, a};
-}
+constexpr ctspmd_test::on_mesh spec{mesh};
+constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};
 constexpr dist_tensor_spec x = spec({4, 8, 16}, {0, 1, -1});
 
 // ==== attributes ================================================================================

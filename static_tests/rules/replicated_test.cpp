@@ -7,7 +7,7 @@ using ctspmd::rules::replicated;
 using ctspmd_test::constant_evaluates;
 
 constexpr process_mesh mesh({2, 3});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
   tensor_dist_attr a(mesh, dm);
   a.set_partial_status({partial_dim});

@@ -8,8 +8,8 @@ using ctspmd_test::constant_evaluates;
 
 constexpr process_mesh mesh({2, 3});
 constexpr process_mesh mesh234({2, 3, 4});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-constexpr dist_tensor_spec spec234(tensor_shape shape, dims_mapping dm) { return {shape, {mesh234, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
+constexpr ctspmd_test::on_mesh spec234{mesh234};
 using error_values = std::array<std::int64_t, 4>;
 
 // ==== target shape ==============================================================================

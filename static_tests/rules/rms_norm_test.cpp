@@ -3,7 +3,7 @@
 // [-1]. Reverse: merges out and invvar; x = out. Grad: AlignDimsSharding(x, invvar, out_grad) on the
 // first n-1 axes (no partial); scale and scale_grad replicated, scale_grad Partial(sum) on every mesh
 // dim that shards x's first n-1 dims; x_grad = aligned out_grad.").
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/rms_norm.hpp>
 
 #include "../test_support.hpp"
@@ -15,12 +15,8 @@ using ctspmd_test::constant_evaluates;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
-constexpr dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t p) {
-  tensor_dist_attr a(mesh, dm);
-  a.set_partial_status({p});
-  return {shape, a};
-}
+constexpr ctspmd_test::on_mesh spec{mesh};
+constexpr ctspmd_test::partial_on_mesh partial_spec{mesh};
 constexpr dist_tensor_spec sc = spec({16}, {2});
 
 static_assert(std::is_same_v<rule_for<"rms_norm">, rms_norm> && std::is_same_v<rule_for<"fused_rms_norm">, rms_norm>);

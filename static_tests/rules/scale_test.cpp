@@ -1,10 +1,10 @@
 // scale and pow: unary elementwise rules with attributes. Paddle's C++ TEST(ElementwiseUnaryLike)
 // (spmd_rule_test.cc): mesh [2, 2], x [16, 16, 16] [0, -1, 1] -> x' and out [0, -1, 1], no partial,
 // for PowInferSpmd(y = 2) and ScaleInferSpmd(1.0, 1.0, false).
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/scale.hpp>
 
-#include <ctspmd/rules/reflection.hpp>
+#include <ctspmd/registry/attribute_reflection.hpp>
 
 #include <boost/hana/at_key.hpp>
 #include <boost/hana/string.hpp>
@@ -17,7 +17,7 @@ using ctspmd_test::co;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 static_assert(std::is_same_v<rule_for<"scale">, scale> && std::is_same_v<rule_for<"pow">, power>);
 static_assert(scale::attributes{}.scale == 1.0 && scale::attributes{}.bias == 0.0 && scale::attributes{}.bias_after_scale);

@@ -8,7 +8,7 @@ using ctspmd_test::constant_evaluates;
 using vals = std::array<std::int64_t, 4>;
 
 constexpr process_mesh mesh({2, 3});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 // ==== forward ===================================================================================
 // ---- num: the split axis is replicated, the other dims unchanged ----------------------------------

@@ -1,6 +1,6 @@
 // swiglu(x, y?) and swiglu_grad (phi-semantics.md section 2: "y None -> unary rule on x (only warns
 // if x's last dim is sharded ...); else binary"; we replicate x's last dim without y).
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/swiglu.hpp>
 
 #include "../test_support.hpp"
@@ -11,7 +11,7 @@ using ctspmd_test::co;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 constexpr dist_tensor_spec absent = spec({}, {});
 
 static_assert(std::is_same_v<rule_for<"swiglu">, swiglu> && std::is_same_v<rule_for<"swiglu_grad">, swiglu_grad>);

@@ -10,7 +10,7 @@ using ctspmd_test::constant_evaluates;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 using error_values = std::array<std::int64_t, 4>;
 constexpr auto phi = semantics::phi;
 

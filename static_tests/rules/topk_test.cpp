@@ -10,7 +10,7 @@ using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 4});
 constexpr auto phi = semantics::phi;
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 // ==== argmax / argmin ============================================================================
 // Paddle's test_argmax_rule style: x [16,32,48] [0,-1,1], axis 2 -> x' [0,-1,-1], out [0,-1]

@@ -2,7 +2,7 @@
 // right-aligned suffixes (cond rank must be >= both ...). Merge uses x's mapping for y (bug) [we
 // use y's]; out = cond. Grad: x_grad and y_grad Partial(sum) on the mesh dims of cond's leading
 // dims that they lack.").
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 #include <ctspmd/rules/where.hpp>
 
 #include "../test_support.hpp"
@@ -13,7 +13,7 @@ using ctspmd_test::co;
 using ctspmd_test::is;
 
 constexpr process_mesh mesh({2, 2, 2});
-constexpr dist_tensor_spec spec(tensor_shape shape, dims_mapping dm) { return {shape, {mesh, dm}}; }
+constexpr ctspmd_test::on_mesh spec{mesh};
 
 static_assert(std::is_same_v<rule_for<"where">, where> && std::is_same_v<rule_for<"where_grad">, where_grad>);
 

@@ -54,7 +54,7 @@
 /// all-reduce over a product group of mesh dims (`reshard::group`) counts under its first mesh
 /// dim, the outermost, and takes that dim's link: in a cluster of nodes, the slowest.
 ///
-/// **FLOPs** (`flops(phase)`), per device, are each operator's rule's (rules/cost_traits.hpp), from
+/// **FLOPs** (`flops(phase)`), per device, are each operator's rule's (rules/kit/cost_traits.hpp), from
 /// the local shapes of its inputs as it read them (after their reshards) and of its outputs: a
 /// matmul or bmm 2·(x's elements)·(y's output length), which is 2mnk; flash_attention 4·(q's
 /// elements)·(k's length), halved when causal; their grads twice their forward (the convention of
@@ -300,7 +300,7 @@ class coster {
   using size_t = std::size_t;
   static constexpr std::int32_t none = -1;
   /// An operator whose output is its input's buffer unless it moved data: a view, or a reshard
-  /// point (`assign`), whose all-gather is Megatron's f (rules/cost_traits.hpp).
+  /// point (`assign`), whose all-gather is Megatron's f (rules/kit/cost_traits.hpp).
   constexpr bool is_view(size_t i) const {
     const auto k = p_.op_at(i).cost.kind;
     return k == cost_kind::view || k == cost_kind::communication;
@@ -716,7 +716,7 @@ class coster {
     }
     for (auto t : op.outputs) out.push_back(p_.tensor_at(t).shape, r_.attr({t}), p_.tensor_at(t).element_bytes, elements_[t]);
   }
-  /// Operator i's FLOPs on a device: its rule's (rules/cost_traits.hpp).
+  /// Operator i's FLOPs on a device: its rule's (rules/kit/cost_traits.hpp).
   constexpr std::int64_t op_flops(size_t i) const {
     local_operands in, out;
     local_operands_of(i, in, out);

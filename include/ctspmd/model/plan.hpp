@@ -35,8 +35,9 @@
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/dist_tensor_spec.hpp>
 #include <ctspmd/dist/named_mesh.hpp>
-#include <ctspmd/model/grad_recipes.hpp>
-#include <ctspmd/rules/registry.hpp>
+#include <ctspmd/registry/grad_attributes.hpp>
+#include <ctspmd/registry/grad_recipes.hpp>
+#include <ctspmd/registry/rules_by_name.hpp>
 
 namespace ctspmd::model {
 
@@ -145,7 +146,7 @@ constexpr std::int64_t bytes_thunk(cost_kind k, const local_operands& in, const 
 }
 }  // namespace detail
 
-/// What an operator costs, from its registry entry (rules/cost_traits.hpp): its rule (an index
+/// What an operator costs, from its registry entry (rules/kit/cost_traits.hpp): its rule (an index
 /// into `rules::registered_rules`: `rule == rules::index_of<rules::adamw>`), its kind, and its
 /// rule's FLOPs and bytes.
 struct operator_cost {
@@ -272,7 +273,7 @@ constexpr std::string_view to_string(phase p) noexcept {
 struct operator_info;
 namespace detail {
 /// The grad operator of an operator, as `<ctspmd/model/training.hpp>` derives it: its rule,
-/// attributes and operands (the recipe, parsed: see grad_recipes.hpp).
+/// attributes and operands (the recipe, parsed: see registry/grad_recipes.hpp).
 struct grad_operator;
 }  // namespace detail
 
@@ -299,7 +300,7 @@ struct operator_info {
   /// What it costs (its rule's cost traits).
   operator_cost cost{};
   /// The FLOPs one device computes for it, and the bytes it reads and writes in the device's
-  /// memory, from its operands as the device holds them (rules/cost_traits.hpp).
+  /// memory, from its operands as the device holds them (rules/kit/cost_traits.hpp).
   constexpr std::int64_t flops(const local_operands& in, const local_operands& out) const {
     return cost.flops == nullptr ? 0 : cost.flops(cost.kind, in, out, attributes);
   }
@@ -347,40 +348,9 @@ struct grad_operator {
   status (*forward)(spmd_info&, spec_span, const any_attributes&, semantics) = nullptr;
   status (*backward)(spmd_info&, spec_span, spec_span, const any_attributes&, semantics) = nullptr;
   any_attributes attributes{};
-  const parsed_recipe* operands = nullptr;  ///< see grad_recipes.hpp
+  const parsed_recipe* operands = nullptr;  ///< see registry/grad_recipes.hpp
   operator_cost cost{};
 };
-
-// A grad operator's attributes from its forward operator's: the same, or none where the grad
-// rule takes none, or these pairs; any other pair is a compile error, so that no attribute is
-// lost unseen.
-template <class To, class From>
-constexpr To grad_attributes(const From& f) {
-  if constexpr (std::is_same_v<To, From>) {
-    return f;
-  } else if constexpr (std::is_empty_v<To> || std::is_empty_v<From>) {
-    return To{};
-  } else if constexpr (std::is_same_v<From, rules::layer_norm_attributes>) {
-    return To{.epsilon = f.epsilon, .begin_norm_axis = f.begin_norm_axis};
-  } else if constexpr (std::is_same_v<From, rules::rms_norm_attributes>) {
-    return To{.epsilon = f.epsilon};
-  } else if constexpr (std::is_same_v<From, rules::embedding_attributes>) {
-    return To{.padding_idx = f.padding_idx, .sparse = f.sparse};
-  } else if constexpr (std::is_same_v<From, rules::c_embedding_attributes>) {
-    return To{.start_index = f.start_index};
-  } else if constexpr (std::is_same_v<From, rules::flash_attention_attributes>) {
-    return To{.dropout = f.dropout, .causal = f.causal, .context_parallel = f.context_parallel};
-  } else if constexpr (std::is_same_v<From, rules::pow_attributes>) {
-    return To{.y = f.y};
-  } else if constexpr (std::is_same_v<From, rules::split_attributes> || std::is_same_v<From, rules::unbind_attributes>) {
-    return To{.axis = f.axis};  // concat, or stack, along the split or unbound axis
-  } else if constexpr (requires { f.keep_dim; f.reduce; }) {  // a reduction's (basic_reduction_attributes<R>)
-    return To{.axis = f.axis, .keepdim = f.keep_dim, .reduce_all = f.axis.empty()};
-  } else {
-    static_assert(std::is_same_v<To, From>, "a grad recipe needs a conversion of these attributes (plan.hpp)");
-    return To{};
-  }
-}
 
 /// Raises `e`, the error of building operator `index` of a plan (a compile error in constant
 /// evaluation, whose notes show `index` as this call's argument; a thrown `spmd_error` at run time).

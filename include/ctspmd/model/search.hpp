@@ -31,7 +31,7 @@
 ///    each block). The estimate of an operator, in seconds on the cluster: its reshards (the
 ///    collectives propagation would report, latency + bytes / bandwidth) twice (forward, and the
 ///    backward pass's mirror of them), its FLOPs on a device three times (forward and backward:
-///    the rule's, as the exact cost counts them, rules/cost_traits.hpp), and each parameter's
+///    the rule's, as the exact cost counts them, rules/kit/cost_traits.hpp), and each parameter's
 ///    gradient all-reduced over the mesh dims on which another input of its operator is split
 ///    but it is not (data parallelism); seconds from the cluster's formulas (model/cluster.hpp).
 ///    What the estimate leaves out, since no single operator knows it: peak memory (a lifetime
@@ -564,7 +564,7 @@ class layout_search {
     return n;
   }
   // FLOPs a device computes for the operator, from its inputs as it reads them (`in`) and its
-  // outputs (`out`): its rule's, as the cost counts them (rules/cost_traits.hpp).
+  // outputs (`out`): its rule's, as the cost counts them (rules/kit/cost_traits.hpp).
   constexpr double flops(const operator_info& op, const dist_attrs& in, const dist_attrs& out) const {
     local_operands li, lo;
     for (size_t k = 0; k < op.inputs.size(); ++k)

@@ -8,7 +8,7 @@
 ///
 /// `training_step(p, loss)` returns a plan holding `p`'s operators (phase `forward`), then:
 /// - **backward**: the operators in reverse order, each through its grad operator (the recipes of
-///   grad_recipes.hpp: `matmul` through `matmul_grad`, `split` through `concat`, ...). The loss's
+///   registry/grad_recipes.hpp: `matmul` through `matmul_grad`, `split` through `concat`, ...). The loss's
 ///   gradient is a plan input laid out as the loss, without its partial status (each device
 ///   makes its ones).
 ///   A grad operator reads a forward input as the forward operator read it: after its reshard,
@@ -326,7 +326,7 @@ class step_builder {
     if (op.grad == nullptr)
       raise(make_error(error_kind::invalid_argument, op.name(),
                        "operator {} has no grad recipe: the backward pass cannot run through it (see "
-                       "ctspmd/model/grad_recipes.hpp)",
+                       "ctspmd/registry/grad_recipes.hpp)",
                        i));
     const grad_operator g = op.grad(op);
     if (g.rule.empty()) return;

@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/matmul.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -20,9 +20,9 @@
 #include <cstdint>
 
 #include <ctspmd/rules/bmm.hpp>
-#include <ctspmd/rules/kit.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/matmul_grad.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
 

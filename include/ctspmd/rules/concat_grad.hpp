@@ -38,8 +38,8 @@
 #include <ctspmd/merge/policies.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/rules/concat.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -37,8 +37,8 @@
 
 #include <ctspmd/rules/elementwise.hpp>
 #include <ctspmd/rules/elementwise_grad.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -3,7 +3,7 @@
 /// \file Einsum rules: a sharding rule from a notation such as `"bsh,hd->bsd"`.
 /// `rules::einsum<"bsh,hd->bsd">` parses and validates its notation during compilation;
 /// `rules::dynamic_einsum` (registered as `"einsum"`) takes it as an attribute. Both run the
-/// einsum core (einsum_core.hpp), as matmul and embedding do.
+/// einsum core (kit/einsum_core.hpp), as matmul and embedding do.
 ///
 /// Forward: every input's dims mapping is merged over its labels (`merge_conflicts` as the
 /// caller says; true for einsum rules). A dim of size 1 is treated as `'1'`: its sharding
@@ -29,9 +29,9 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/sharding_merge.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
-#include <ctspmd/rules/einsum_core.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/einsum_core.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

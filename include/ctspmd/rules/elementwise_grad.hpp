@@ -3,7 +3,7 @@
 /// \file The grad rules of the elementwise operators (phi): `relu_grad`, `silu_grad`, `exp_grad`,
 /// ... (unary), `gelu_grad`, `pow_grad` (unary with an attribute), and `add_grad`,
 /// `subtract_grad`, `multiply_grad`, `divide_grad`, `maximum_grad`, `minimum_grad`,
-/// `elementwise_pow_grad` (binary). Grad rules are called forward (rule_base.hpp): their inputs
+/// `elementwise_pow_grad` (binary). Grad rules are called forward (kit/rule_base.hpp): their inputs
 /// include the output gradient, their outputs are the input gradients; `backward` is
 /// `no_reverse_inference()`.
 ///
@@ -32,8 +32,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -21,8 +21,8 @@
 #include <cstdint>
 
 #include <ctspmd/notation/axes.hpp>
-#include <ctspmd/rules/einsum_core.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/einsum_core.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

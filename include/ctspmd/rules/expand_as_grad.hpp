@@ -19,7 +19,7 @@
 /// does not count; its broadcast dims are replicated); x_grad is out_grad's mapping without the
 /// leading dims and with the broadcast dims replicated, partial (sum) on the mesh dims of those
 /// leading and broadcast dims (each device sums over its block of them:
-/// `reduce_grad_broadcast_dims`, kit.hpp). Paddle's test (mesh [2, 3], x [1, 48] replicated,
+/// `reduce_grad_broadcast_dims`, kit/labels_and_merges.hpp). Paddle's test (mesh [2, 3], x [1, 48] replicated,
 /// out_grad [2, 32, 48] [0, 1, -1]) gives x_grad [-1, -1] partial on mesh dims 0 and 1; so does
 /// this rule. Partial out_grad: the sum over broadcast dims commutes with sum and avg parts, so
 /// that partial status is kept on out_grad and passes to x_grad (Paddle clears it on x_grad);
@@ -35,8 +35,8 @@
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/rules/expand_as.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

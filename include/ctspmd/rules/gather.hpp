@@ -34,8 +34,8 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/rules/cumsum.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -23,9 +23,9 @@
 #include <span>
 #include <string_view>
 
-#include <ctspmd/rules/kit.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/rms_norm.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
 

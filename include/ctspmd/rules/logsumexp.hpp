@@ -19,8 +19,8 @@
 #include <string_view>
 
 #include <ctspmd/core/static_vector.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/reduction.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
 

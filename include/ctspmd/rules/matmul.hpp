@@ -27,8 +27,8 @@
 
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/notation/einsum_notation.hpp>
-#include <ctspmd/rules/einsum_core.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/einsum_core.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 
@@ -47,7 +47,7 @@ struct matmul : rule_base<matmul, matmul_attributes> {
   /// [..., m, n] from x [..., m, k] and y [..., k, n] (each after its transpose, if any), the
   /// batch dims broadcast; a 1-D x is [k] (no m in the output), a 1-D y is [k] (no n), as in
   /// numpy's matmul. Transposing a 1-D operand is an error, as in forward.
-  /// 2mnk: 2 x (x's local elements) x (y's local output length) (rules/cost_traits.hpp).
+  /// 2mnk: 2 x (x's local elements) x (y's local output length) (rules/kit/cost_traits.hpp).
   static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes& a) {
     return matmul_flops(in, a.trans_y);
   }

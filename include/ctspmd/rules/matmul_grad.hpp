@@ -23,7 +23,7 @@
 /// of (1) the contracted label of that einsum (n for x_grad, m for y_grad), (2) the leading batch
 /// dims the operand lacks, and (3) the batch dims where the operand has size 1 and the output
 /// not (phi's ReduceGradBroadCastDims). (2) and (3) are the broadcast reduction that
-/// `reduce_grad_broadcast_dims` (kit.hpp) describes; here all three read from one merged map.
+/// `reduce_grad_broadcast_dims` (kit/labels_and_merges.hpp) describes; here all three read from one merged map.
 ///
 /// Where we differ from phi: phi re-runs matmul forward on (x, y), then two more matmul forwards
 /// (one per gradient, per trans case), and fails with `Unavailable` when their operand layouts
@@ -41,9 +41,9 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/merge/policies.hpp>
 #include <ctspmd/notation/axes.hpp>
-#include <ctspmd/rules/kit.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/matmul.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -17,7 +17,7 @@
 #include <cstddef>
 
 #include <ctspmd/merge/partial.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -16,11 +16,11 @@
 /// it is known to be the size of a source dim only when exactly one dynamic source dim is not
 /// copied and the known dims of both sides have equal products (`[-1, 4, 8] -> [-1, 32]`:
 /// the batch dim passes through). Anywhere else the factor matching stops at the first
-/// unknown size and the rest of the shape is one coarse group (see dim_trans.hpp), which keeps
+/// unknown size and the rest of the shape is one coarse group (see kit/dim_trans.hpp), which keeps
 /// only the sharding of its first source dim, and only when the group's first target size is
 /// known and divisible by the mesh dim.
 ///
-/// Forward: the dim transformation of x's shape into the target shape (dim_trans.hpp's
+/// Forward: the dim transformation of x's shape into the target shape (kit/dim_trans.hpp's
 /// greedy factor matching) decides the sharding. A sharded x dim keeps its mesh dim if it is
 /// an input dim, the first input of a flatten, or feeds output 0 of a split whose size is
 /// divisible by the mesh dim's size; otherwise it is resharded to -1. Output dims take the mesh
@@ -36,7 +36,7 @@
 /// with no partial status; the output is returned with its mapping resharded where the
 /// backward split cannot keep it, and its partial status unchanged.
 ///
-/// Under `phi` the sharding follows phi's co-shard algorithm (dim_trans.hpp,
+/// Under `phi` the sharding follows phi's co-shard algorithm (kit/dim_trans.hpp,
 /// `infer_from_dim_trans_co_shard`): the mesh dims of a group's later dims move onto its first
 /// dim while divisibility allows, instead of being dropped; under `fluid` only the first dim's
 /// mesh dims survive a flatten. phi reads an unknown source size as 256; we keep the handling
@@ -57,9 +57,9 @@
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/merge/partial.hpp>
-#include <ctspmd/rules/dim_trans.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/dim_trans.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

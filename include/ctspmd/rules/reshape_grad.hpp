@@ -5,7 +5,7 @@
 /// out_grad reshaped back to x's shape.
 ///
 /// x is read for its shape only and comes back as given. out_grad is reshaped into x's shape
-/// by reshape's forward (reshape.hpp, dim_trans.hpp): out_grad's dims that keep their sharding
+/// by reshape's forward (reshape.hpp, kit/dim_trans.hpp): out_grad's dims that keep their sharding
 /// through the dim transformation keep it (the others are required replicated), and x_grad
 /// takes the mesh dims the transformation gives (under `phi` with the co-shard algorithm).
 /// out_grad's partial status passes to x_grad unchanged (a reshape moves elements without
@@ -27,9 +27,9 @@
 #include <cstdint>
 
 #include <ctspmd/core/error.hpp>
-#include <ctspmd/rules/kit.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/reshape.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
 

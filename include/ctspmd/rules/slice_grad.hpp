@@ -36,8 +36,8 @@
 #include <span>
 
 #include <ctspmd/core/error.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/slice.hpp>
 
 namespace ctspmd::rules {

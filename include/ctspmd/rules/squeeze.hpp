@@ -2,7 +2,7 @@
 #define CTSPMD_RULES_SQUEEZE_HPP
 /// \file The squeeze and unsqueeze rules (`squeeze`; `unsqueeze`, `unsqueeze2`): out = x with
 /// size-1 dims removed / inserted. Both are reshapes whose target shape the attribute `axis`
-/// decides, and run through reshape's dim-transformation algebra (reshape.hpp, dim_trans.hpp).
+/// decides, and run through reshape's dim-transformation algebra (reshape.hpp, kit/dim_trans.hpp).
 ///
 /// squeeze (axis, a list): an empty list removes every size-1 dim of x. Otherwise each entry
 /// (in [-rank, rank), negative counts from the end; out of range is an `invalid_argument`)
@@ -34,9 +34,9 @@
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/static_vector.hpp>
-#include <ctspmd/rules/kit.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 #include <ctspmd/rules/reshape.hpp>
-#include <ctspmd/rules/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -33,8 +33,8 @@
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/notation/axes.hpp>
 #include <ctspmd/rules/concat.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

@@ -31,8 +31,8 @@
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/notation/axes.hpp>
-#include <ctspmd/rules/kit.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/labels_and_merges.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::rules {
 

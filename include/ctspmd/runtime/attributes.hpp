@@ -23,7 +23,7 @@
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/static_vector.hpp>
 #include <ctspmd/dist/process_mesh.hpp>
-#include <ctspmd/rules/rule_base.hpp>
+#include <ctspmd/rules/kit/rule_base.hpp>
 
 namespace ctspmd::runtime {
 
@@ -150,9 +150,9 @@ inline constexpr bool reflectable = boost::hana::Struct<Attributes>::value;
 template <class Attributes>
 std::vector<attribute_info> describe_attributes() {
   // A rule's attributes struct, not adapted, stops here: adapt it with BOOST_HANA_ADAPT_STRUCT at
-  // global scope (the built-in rules' adaptations are in ctspmd/rules/reflection.hpp).
+  // global scope (the built-in rules' adaptations are in ctspmd/registry/attribute_reflection.hpp).
   static_assert(reflectable<Attributes>, "the runtime layer reads a rule's attributes by name: adapt them with "
-                                         "BOOST_HANA_ADAPT_STRUCT (see ctspmd/rules/reflection.hpp)");
+                                         "BOOST_HANA_ADAPT_STRUCT (see ctspmd/registry/attribute_reflection.hpp)");
   std::vector<attribute_info> out;
   const Attributes defaults{};
   boost::hana::for_each(boost::hana::accessors<Attributes>(), [&](auto member) {
@@ -179,7 +179,7 @@ constexpr auto attribute_names() {
 template <class Attributes>
 Attributes to_attributes(std::string_view op, const attribute_map& map) {
   static_assert(reflectable<Attributes>, "the runtime layer reads a rule's attributes by name: adapt them with "
-                                         "BOOST_HANA_ADAPT_STRUCT (see ctspmd/rules/reflection.hpp)");
+                                         "BOOST_HANA_ADAPT_STRUCT (see ctspmd/registry/attribute_reflection.hpp)");
   const auto fail = [&](std::string_view key, const std::string& what) {
     throw spmd_error(error_kind::invalid_argument, std::string(op) + ": attribute '" + std::string(key) + "' " + what);
   };
