@@ -38,7 +38,10 @@ def generated_cases(seed, count):
     for _ in range(count):
         kind = "plan" if rng.random() < 0.4 else "rule"
         request = fuzz_python.plan_case(rng) if kind == "plan" else fuzz_python.rule_case(rng)
-        call = (lambda r=request: ctspmd.verify_plan(r)) if kind == "plan" else (lambda r=request: fuzz_python.rule_call(r))
+        if kind == "plan":
+            call = lambda r=request: ctspmd.verify_plan(r)  # noqa: E731
+        else:
+            call = lambda r=request: fuzz_python.rule_call(r)  # noqa: E731
         yield kind, request, call
 
 
@@ -69,7 +72,7 @@ def none_field(kind, request):
 def test_generated_requests_answer_as_the_tool_does():
     tool = tool_path()
     cases, lines, counts = [], [], {}
-    for kind, request, call in generated_cases(SEED, CASES):
+    for n, (kind, request, call) in enumerate(generated_cases(SEED, CASES)):
         got = fuzz_python.outcome(call)
         if got[0] == "ok":
             fuzz_python.check_answer(kind, request, got[1])
@@ -79,12 +82,13 @@ def test_generated_requests_answer_as_the_tool_does():
         key = (kind, left_out or got[0])
         counts[key] = counts.get(key, 0) + 1
         if not left_out:
-            cases.append(got)
+            cases.append((n, got))
             lines.append(line)
     out = subprocess.run([tool], input="\n".join(lines) + "\n", capture_output=True, text=True).stdout.splitlines()
     assert len(out) == len(lines), f"the tool answered {len(out)} of {len(lines)} lines"
     differ = [f"case {i} (seed {SEED}): {line}\n  python: {got}\n  tool: {answer}"
-              for i, (got, line, answer) in enumerate(zip(cases, lines, out)) if not fuzz_python.same_as_tool(got, answer)]
+              for (i, got), line, answer in zip(cases, lines, out)
+              if not fuzz_python.same_as_tool(got, answer)]
     assert not differ, f"{len(differ)} of {len(lines)} cases differ; the first:\n" + "\n".join(differ[:3])
     # The sample reaches answers and errors of both kinds of request, and compares most cases.
     for key in [("rule", "ok"), ("rule", "error"), ("plan", "ok"), ("plan", "error")]:

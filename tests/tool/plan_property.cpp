@@ -45,7 +45,9 @@ struct splitmix64 {
     return z ^ (z >> 31);
   }
   /// In [0, n).
-  constexpr std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(n)); }
+  constexpr std::int64_t below(std::int64_t n) {
+    return static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(n));
+  }
   constexpr bool percent(std::int64_t p) { return below(100) < p; }
 };
 
@@ -319,26 +321,31 @@ struct tally {
   int answers = 0, trained = 0, costed = 0, propagation_errors = 0, annotation_errors = 0;
 };
 
-/// The path of the first figure where `a` and `b` differ ("" if they do not).
-std::string first_difference(const json& a, const json& b, const std::string& at) {
-  if (a.type() != b.type() || a.size() != b.size() || (a.is_primitive() && a != b)) return at;
-  if (a.is_object())
-    for (const auto& [key, value] : a.items()) {
-      if (!b.contains(key)) return at + "." + key;
-      if (auto d = first_difference(value, b.at(key), at + "." + key); !d.empty()) return d;
-    }
-  if (a.is_array())
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (auto d = first_difference(a[i], b[i], at + "[" + std::to_string(i) + "]"); !d.empty()) return d;
-  return "";
+/// Where two answers first differ: the path of the figure, and its two values.
+struct difference {
+  std::string at;
+  json compile_time, tool;
+};
+
+/// The first figure where `a` and `b` (which differ) differ, under path `at`.
+difference first_difference(const json& a, const json& b, const std::string& at) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [key, value] : a.items())
+      if (!b.contains(key) || value != b.at(key))
+        return first_difference(value, b.contains(key) ? b.at(key) : json(), at + "." + key);
+  } else if (a.is_array() && b.is_array()) {
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+      if (a[i] != b[i]) return first_difference(a[i], b[i], at + "[" + std::to_string(i) + "]");
+  }
+  return {at, a, b};  // values, or lists of other lengths, or a key only b has
 }
 
 /// Fails, naming the seed and the figure, unless the compile-time figure equals the tool's.
 void compare(std::uint64_t seed, const std::string& figure, const json& compile_time, const json& tool) {
   if (compile_time == tool) return;
-  const auto at = first_difference(compile_time, tool, figure);
-  FAIL_CHECK("seed " << seed << ": " << (at.empty() ? figure : at) << " differs\n  compile time: "
-                     << ctspmd_infer::dump(compile_time) << "\n  tool: " << ctspmd_infer::dump(tool));
+  const auto d = first_difference(compile_time, tool, figure);
+  FAIL_CHECK("seed " << seed << ": " << d.at << " differs: " << ctspmd_infer::dump(d.compile_time).substr(0, 400)
+                     << " at compile time, " << ctspmd_infer::dump(d.tool).substr(0, 400) << " from the tool");
 }
 
 /// The request for case `c` (its forward plan written as JSON, `w`), with its training options
@@ -349,7 +356,8 @@ json request_of(const generated& c, const plan_write::written& w) {
     const model::training_options d{}, &o = c.options;
     json t = {{"loss", w.index[c.loss.index]}};
     constexpr std::string_view recomputes[] = {"none", "selective", "full"};
-    if (o.shard_optimizer_states_on != d.shard_optimizer_states_on) t["shard_optimizer_states_on"] = o.shard_optimizer_states_on;
+    if (o.shard_optimizer_states_on != d.shard_optimizer_states_on)
+      t["shard_optimizer_states_on"] = o.shard_optimizer_states_on;
     if (o.shard_optimizer_states_also_on != d.shard_optimizer_states_also_on)
       t["shard_optimizer_states_also_on"] = o.shard_optimizer_states_also_on;
     if (o.zero_stage != d.zero_stage) t["zero_stage"] = o.zero_stage;
@@ -413,8 +421,8 @@ void check_answer(std::uint64_t seed, const generated& c, const Plan& plan, cons
       const auto phase = static_cast<model::phase>(ph);
       const auto kind = static_cast<model::collective>(k);
       if (const auto count = r.count(phase, kind); count > 0)
-        totals[std::string(model::to_string(phase))][std::string(model::to_string(kind))] = {{"count", count},
-                                                                                             {"bytes", r.bytes(phase, kind)}};
+        totals[std::string(model::to_string(phase))][std::string(model::to_string(kind))] = {
+            {"count", count}, {"bytes", r.bytes(phase, kind)}};
     }
   compare(seed, "totals", totals, answer.at("totals"));
   if (cost != nullptr) {
