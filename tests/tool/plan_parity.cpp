@@ -61,7 +61,8 @@ written write(const Plan& p) {
     json in = json::array(), outs = json::array(), attrs = json::object();
     for (auto t : o.inputs) in.push_back(out.index[t]);
     for (auto t : o.outputs) outs.push_back(out.index[t]);
-    for (const auto& [name, value] : rt::operator_attributes(o)) attrs[name] = std::visit([](const auto& v) { return json(v); }, value);
+    for (const auto& [name, value] : ctspmd_requests::operator_attributes(o))
+      attrs[name] = std::visit([](const auto& v) { return json(v); }, value);
     json j = {{"op", o.rule}, {"inputs", in}, {"outputs", outs}, {"attrs", attrs}, {"label", o.label}};
     if (o.recomputable) j["recomputable"] = true;
     return j;

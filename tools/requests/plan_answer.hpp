@@ -21,6 +21,11 @@ namespace ctspmd_requests {
 namespace model = ctspmd::model;
 using ctspmd::runtime::layout_form;
 
+/// Operator `o`'s attributes, every one, as a plan request writes them: `runtime::
+/// operator_attributes`, compiled in the library, whose by-name plan table it reads (a unit that
+/// calls the runtime's instantiates that table: some 17 s of GCC at -O3 in the plan parity test).
+ctspmd::runtime::attribute_map operator_attributes(const model::operator_info& o);
+
 /// Tensor t of plan `p` (propagated as `r`) in a plan answer.
 template <class Plan, class Propagation>
 json tensor_json(const Plan& p, const Propagation& r, std::size_t t, const ctspmd::named_mesh& mesh, const layout_form& form) {

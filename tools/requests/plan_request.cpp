@@ -483,6 +483,10 @@ class plan_reader {
 
 }  // namespace
 
+ctspmd::runtime::attribute_map operator_attributes(const model::operator_info& o) {
+  return ctspmd::runtime::operator_attributes(o);
+}
+
 json verify_plan(const json& plan) { return plan_reader(plan).verify(); }
 
 json verify_plan_request(const json& request) {
