@@ -5,7 +5,7 @@
 #include <ctspmd/runtime.hpp>
 
 #include "../examples/search/search_plans.hpp"
-#include "../tools/ctspmd-infer/handler.hpp"
+#include "requests.hpp"
 #include "paddle_style.hpp"
 
 #include <benchmark/benchmark.h>
@@ -103,7 +103,7 @@ void tool_request(benchmark::State& state) {
       R"({"op": "matmul", "direction": "backward", "mesh": [2, 3], "inputs": [{"shape": [64, 32]}, {"shape": [32, 48]}], "outputs": [{"shape": [64, 48], "dims_mapping": [0, 1]}]})",
       R"({"op": "matmull", "mesh": [2], "inputs": []})"};
   std::size_t i = 0;
-  measure(state, [&] { benchmark::DoNotOptimize(ctspmd_infer::handle(lines[i++ % lines.size()])); });
+  measure(state, [&] { benchmark::DoNotOptimize(ctspmd_requests::handle(lines[i++ % lines.size()])); });
   state.SetItemsProcessed(state.iterations());
 }
 

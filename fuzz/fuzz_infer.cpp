@@ -1,7 +1,7 @@
 // libFuzzer target over ctspmd-infer's request handling and the runtime by-name API.
 //
 // Each input is used four ways:
-//  (a) as JSON text: `ctspmd_infer::handle` on the whole input, then on each of its
+//  (a) as JSON text: `ctspmd_requests::handle` on the whole input, then on each of its
 //      '\n'-separated lines. Every response must be one line of valid JSON, either
 //      {"error": {"kind", "message"}} or {"inputs": [...], "outputs": [...]} whose attributes
 //      fit the request (one per operand, of the operand's rank, on the request's mesh).
@@ -18,7 +18,7 @@
 //      text are checked the same way.
 // Any violation calls abort(), so libFuzzer records it as a crash.
 
-#include "handler.hpp"
+#include "requests.hpp"
 
 #include <ctspmd/interop.hpp>
 
@@ -39,7 +39,7 @@
 
 namespace {
 
-using ctspmd_infer::json;
+using ctspmd_requests::json;
 namespace rt = ctspmd::runtime;
 
 /// The runtime call being checked, as a request-like JSON line (printed by `fail`).
@@ -175,7 +175,7 @@ json to_dims_form(const json& a, const ctspmd::named_mesh& mesh, std::int64_t ra
         const auto again = ctspmd::try_to_text(language, mesh, full, ctspmd::partial_policy::omit, symbol);
         if (!again || again->view() != text) fail("a response layout text is not canonical", line);
       }
-      return ctspmd_infer::to_json(ctspmd::dist_attrs{full})[0];
+      return ctspmd_requests::to_json(ctspmd::dist_attrs{full})[0];
     } catch (const ctspmd::spmd_error& e) {
       fail(std::string("a response layout text is inconsistent: ") + e.what(), line);
     }
@@ -202,7 +202,7 @@ std::vector<std::int64_t> ranks_of(const json& request, const char* key) {
 
 /// Checks `r`, the response to `line`; returns it parsed, its attributes in the dims_mapping
 /// form whatever the request's form. `out_ranks`, if given, are the forward outputs' ranks.
-json check_response(std::string_view line, const ctspmd_infer::response& r,
+json check_response(std::string_view line, const ctspmd_requests::response& r,
                     const std::vector<std::int64_t>* forward_out_ranks = nullptr) {
   if (r.line.find('\n') != std::string::npos) fail("a response spans several lines", r.line);
   json response = json::parse(r.line, nullptr, /*allow_exceptions=*/false);
@@ -249,10 +249,10 @@ json check_response(std::string_view line, const ctspmd_infer::response& r,
   return response;
 }
 
-void check_plan_response(std::string_view line, const ctspmd_infer::response& r);  // (d)
+void check_plan_response(std::string_view line, const ctspmd_requests::response& r);  // (d)
 
 /// Checks the answer to request text `line`, a plan request's as a plan answer.
-void check_any_response(std::string_view line, const ctspmd_infer::response& r) {
+void check_any_response(std::string_view line, const ctspmd_requests::response& r) {
   const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (request.is_object() && request.contains("plan"))
     check_plan_response(line, r);
@@ -261,13 +261,13 @@ void check_any_response(std::string_view line, const ctspmd_infer::response& r) 
 }
 
 void fuzz_json(std::string_view text) {
-  check_any_response(text, ctspmd_infer::handle(text));
+  check_any_response(text, ctspmd_requests::handle(text));
   if (text.find('\n') == std::string_view::npos) return;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t end = std::min(text.find('\n', start), text.size());
     const std::string_view line = text.substr(start, end - start);
-    check_any_response(line, ctspmd_infer::handle(line));
+    check_any_response(line, ctspmd_requests::handle(line));
     start = end + 1;
   }
 }
@@ -778,7 +778,7 @@ json describe(const raw_call& call) {
 }
 
 direct_outcome call_direct(const raw_call& call) {
-  current_call = ctspmd_infer::dump(describe(call));
+  current_call = ctspmd_requests::dump(describe(call));
   direct_outcome r;
   try {
     const ctspmd::process_mesh mesh(to_shape(call.mesh));
@@ -982,7 +982,7 @@ void compare_with_tool(const raw_call& call, const direct_outcome& direct, Fuzze
   bool mutated = false;
   const auto line = to_request(call, fdp, mutated);
   if (!line) return;
-  const auto r = ctspmd_infer::handle(*line);
+  const auto r = ctspmd_requests::handle(*line);
   std::vector<std::int64_t> out_ranks;
   if (direct.info && call.forward)
     for (const auto& a : direct.info->outputs) out_ranks.push_back(static_cast<std::int64_t>(a.rank()));
@@ -1007,8 +1007,8 @@ void compare_with_tool(const raw_call& call, const direct_outcome& direct, Fuzze
   const auto said = [&](const ctspmd::dist_attrs& attrs) {
     return language ? as_said_in(*language, mesh_of(request), attrs) : attrs;
   };
-  const json expected = {{"inputs", ctspmd_infer::to_json(said(direct.info->inputs))},
-                         {"outputs", ctspmd_infer::to_json(said(direct.info->outputs))}};
+  const json expected = {{"inputs", ctspmd_requests::to_json(said(direct.info->inputs))},
+                         {"outputs", ctspmd_requests::to_json(said(direct.info->outputs))}};
   if (response != expected) fail("the tool and the runtime API give different results", *line + "\n  " + r.line);
 }
 
@@ -1050,7 +1050,7 @@ bool well_formed_svg(std::string_view svg) {
 constexpr auto sat_sum = ctspmd::detail::saturating_sum;  // the library's sums of sizes saturate
 
 /// Checks `r`, the answer to plan request `line` (a JSON object with "plan").
-void check_plan_response(std::string_view line, const ctspmd_infer::response& r) {
+void check_plan_response(std::string_view line, const ctspmd_requests::response& r) {
   if (r.line.find('\n') != std::string::npos) fail("a plan answer spans several lines", r.line);
   const json response = json::parse(r.line, nullptr, /*allow_exceptions=*/false);
   if (response.is_discarded() || !response.is_object()) fail("a plan answer is not a JSON object", r.line);
@@ -1176,7 +1176,7 @@ void check_plan_response(std::string_view line, const ctspmd_infer::response& r)
   if (want_svg && (!response.at("svg").is_string() || !well_formed_svg(response.at("svg").get_ref<const std::string&>())))
     fail("a plan answer's picture is not well formed", r.line);
   // The same request, the same answer.
-  if (ctspmd_infer::handle(line).line != r.line) fail("a plan request answered twice differently", r.line);
+  if (ctspmd_requests::handle(line).line != r.line) fail("a plan request answered twice differently", r.line);
 }
 
 /// A small model's tensors and operators: x [b, h] (its batch sometimes split), a linear layer, a
@@ -1417,7 +1417,7 @@ void fuzz_plan(FuzzedDataProvider& fdp) {
   const json request = decode_plan(fdp);
   const std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace);  // random text: not UTF-8
   current_call = line;
-  const auto r = ctspmd_infer::handle(line);
+  const auto r = ctspmd_requests::handle(line);
   check_plan_response(line, r);
   count_plan(request.at("plan"), r.ok);
 }

@@ -1,13 +1,9 @@
 // The Python module `ctspmd` (README.md, "Python module"): the runtime layer's rules by operator
-// name, with operands written as ctspmd-infer's JSON requests write them. The operand-layout
-// steps are shared with the tool (<ctspmd/runtime/operand_layout.hpp>); Python values are read
-// here: a value of the wrong Python type is a TypeError, a wrong value an `SpmdError` (a
-// ValueError) with the error's kind.
-#include <ctspmd/interop.hpp>
-#include <ctspmd/runtime.hpp>
-#include <ctspmd/runtime/operand_layout.hpp>
-
-#include "handler.hpp"  // ctspmd-infer's plan requests (verify_plan), read from a JSON value
+// name, and whole plans, in ctspmd-infer's request schema. The arguments are converted to a JSON
+// value, which the tool's one reader reads (the library ctspmd_requests, tools/requests/
+// requests.hpp): a value of the wrong Python type is a TypeError (the reader's `type_error`, said
+// in Python's words), a wrong value an `SpmdError` (a ValueError) with the error's kind.
+#include "requests.hpp"
 
 #include <pybind11/eval.h>
 #include <pybind11/pybind11.h>
@@ -20,6 +16,7 @@
 
 namespace py = pybind11;
 namespace rt = ctspmd::runtime;
+namespace req = ctspmd_requests;
 using ctspmd::error_kind;
 using ctspmd::spmd_error;
 
@@ -58,206 +55,9 @@ std::string to_str(py::handle v, const std::string& what) {
   return {utf8, static_cast<std::size_t>(size)};
 }
 
-/// `v` as an int list of at most `List::capacity()` entries (`capacity_name`).
-template <class List>
-List to_list(py::handle v, const std::string& what, std::string_view capacity_name) {
-  if (!is_sequence(v)) bad_type(what, "a list of ints", v);
-  const auto seq = py::reinterpret_borrow<py::sequence>(v);
-  const std::size_t n = py::len(seq);  // read once: a sequence's length may change
-  if (n > List::capacity())
-    bad_value(what + " has " + std::to_string(n) + " entries, above " + std::string(capacity_name) + " = " +
-              std::to_string(List::capacity()));
-  List out;
-  for (std::size_t i = 0; i < n; ++i) out.push_back(to_int(seq[i], what + "[" + std::to_string(i) + "]"));
-  return out;
-}
-
-/// An attribute value: bool, int, float, str or a list of ints.
-rt::attribute to_attribute(py::handle v, const std::string& what) {
-  if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
-  if (PyFloat_Check(v.ptr())) return v.cast<double>();
-  if (PyUnicode_Check(v.ptr())) return to_str(v, what);
-  if (!is_sequence(v)) {  // (a numpy array is a sequence, and has __index__ too)
-    if (PyIndex_Check(v.ptr()) != 0) return to_int(v, what);
-    bad_type(what, "a bool, int, float, str or list of ints", v);
-  }
-  std::vector<std::int64_t> list;
-  const auto seq = py::reinterpret_borrow<py::sequence>(v);
-  for (std::size_t i = 0, n = py::len(seq); i < n; ++i)
-    list.push_back(to_int(seq[i], what + "[" + std::to_string(i) + "]"));
-  return list;
-}
-
-/// A nested dims mapping: per tensor dim, the list of its mesh dims, major first.
-ctspmd::multi_dims_mapping to_multi(const py::sequence& v, const std::string& what) {
-  const std::string field = what + ".dims_mapping";
-  const std::size_t n = py::len(v);  // read once: a sequence's length may change
-  if (n > ctspmd::max_rank)
-    bad_value(field + " has " + std::to_string(n) + " entries, above max_rank = " + std::to_string(ctspmd::max_rank));
-  ctspmd::multi_dims_mapping out;
-  for (std::size_t d = 0; d < n; ++d) {
-    if (!is_sequence(v[d]))
-      bad_value(field + " mixes lists and integers: nested, every entry is a list of mesh dims ([[0, 1], []])");
-    out.push_back(to_list<ctspmd::mesh_dims>(v[d], field + "[" + std::to_string(d) + "]", "max_mesh_ndim"));
-  }
-  return out;
-}
-
-constexpr std::string_view operand_fields[] = {"shape", "dims_mapping", "placements",    "partition_spec",
-                                               "sdy",   "partial",      "partial_reduce"};
-
-/// The partial status fields of operand `what` (a missing field is null) into `attr`.
-void read_partial(py::handle partial, py::handle reduce, const std::string& what, ctspmd::tensor_dist_attr& attr) {
-  if (!partial) {
-    if (reduce) bad_value(what + " has \"partial_reduce\" but no \"partial\"");
-    return;
-  }
-  const auto dims = to_list<ctspmd::mesh_dims>(partial, what + ".partial", "max_mesh_ndim");
-  std::vector<ctspmd::reduce_type> types(dims.size(), ctspmd::reduce_type::sum);
-  if (reduce) {
-    if (!is_sequence(reduce)) bad_type(what + ".partial_reduce", "a list of str", reduce);
-    const auto seq = py::reinterpret_borrow<py::sequence>(reduce);
-    if (py::len(seq) != dims.size()) bad_value(what + ".partial_reduce must have one reduce type per partial dim");
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-      const std::string name = what + ".partial_reduce[" + std::to_string(i) + "]";
-      if (!rt::parse_reduce_type(to_str(seq[i], name), types[i]))
-        bad_value(name + " must be one of sum, max, min, prod, avg, any, all");
-    }
-  }
-  for (std::size_t i = 0; i < dims.size(); ++i) attr.set_partial_status({dims[i]}, types[i]);
-}
-
-/// One operand: a dict {"shape": [...], "dims_mapping" | "placements" | "partition_spec" |
-/// "sdy": ..., "partial": [...], "partial_reduce": [...]}; a field set to None is absent.
-ctspmd::dist_tensor_spec to_spec(py::handle v, const std::string& what, const ctspmd::named_mesh& mesh,
-                                 rt::layout_form& form) {
-  if (!PyDict_Check(v.ptr())) bad_type(what, "a dict", v);
-  const auto dict = py::reinterpret_borrow<py::dict>(v);
-  for (const auto& item : dict) {
-    const std::string key = to_str(item.first, "a key of " + what);
-    bool known = false;
-    for (auto f : operand_fields) known = known || f == key;
-    if (known) continue;
-    std::string list;
-    for (auto f : operand_fields) list += (list.empty() ? "" : ", ") + std::string(f);
-    bad_value("unknown field '" + key + "' in " + what + "; accepted: " + list);
-  }
-  const auto field = [&dict](std::string_view key) -> py::handle {
-    PyObject* value = PyDict_GetItemString(dict.ptr(), std::string(key).c_str());  // borrowed
-    return value == Py_None ? nullptr : value;
-  };
-  return rt::naming_operand(what, [&]() -> ctspmd::dist_tensor_spec {
-    const py::handle shape_field = field("shape");
-    if (!shape_field) bad_value(what + " has no \"shape\"");
-    const auto shape = to_list<ctspmd::tensor_shape>(shape_field, what + ".shape", "max_rank");
-    const auto key = rt::layout_key([&](std::string_view k) { return static_cast<bool>(field(k)); }, what);
-    if (key) form.use(*key, what);
-    ctspmd::tensor_dist_attr attr(mesh);
-    if (!key) {
-      attr.set_dims_mapping(ctspmd::dims_mapping(shape.size(), -1));
-    } else if (*key == 0) {
-      const py::handle mapping = field("dims_mapping");
-      const auto seq = py::reinterpret_borrow<py::sequence>(mapping);
-      if (is_sequence(mapping) && py::len(seq) != 0 && is_sequence(seq[0]))  // nested: [[0, 1], []]
-        attr.set_dims_mapping(to_multi(seq, what));
-      else
-        attr.set_dims_mapping(to_list<ctspmd::dims_mapping>(mapping, what + ".dims_mapping", "max_rank"));
-    } else {
-      const std::string name(rt::layout_keys[*key]);
-      const std::string text = to_str(field(name), what + "." + name + " (the language's own text)");
-      attr = rt::attr_from_text(*rt::language_of_key(*key), text, shape.size(), mesh,
-                                field("partial") || field("partial_reduce"), form, what);
-    }
-    read_partial(field("partial"), field("partial_reduce"), what, attr);
-    return {shape, attr};
-  });
-}
-
-using specs = ctspmd::static_vector<ctspmd::dist_tensor_spec, ctspmd::max_operands>;
-
-specs to_specs(py::handle v, const std::string& what, const ctspmd::named_mesh& mesh, rt::layout_form& form) {
-  if (!is_sequence(v)) bad_type(what, "a list of operands (dicts)", v);
-  const auto seq = py::reinterpret_borrow<py::sequence>(v);
-  const std::size_t n = py::len(seq);  // read once: a sequence's length may change
-  if (n > ctspmd::max_operands)
-    bad_value(what + " has " + std::to_string(n) +
-              " operands, above max_operands = " + std::to_string(ctspmd::max_operands));
-  specs out;
-  for (std::size_t i = 0; i < n; ++i) out.push_back(to_spec(seq[i], what + "[" + std::to_string(i) + "]", mesh, form));
-  return out;
-}
-
 py::list int_list(const auto& values) {
   py::list out;
   for (auto v : values) out.append(v);
-  return out;
-}
-
-/// `attrs` in the request's form: as the JSON tool answers (see its --help).
-py::list answer(const ctspmd::dist_attrs& attrs, const ctspmd::named_mesh& mesh, const rt::layout_form& form) {
-  py::list out;
-  for (const auto& a : attrs) {
-    py::dict o;
-    if (form.language) {
-      const auto text = rt::to_text_answer(a, mesh, form);
-      o[py::str(std::string(ctspmd::to_string(*form.language)))] = py::str(text.text.data(), text.text.size());
-      if (!text.partial_beside) {
-        out.append(o);
-        continue;
-      }
-    } else if (a.is_co_sharded()) {
-      py::list mapping;
-      for (std::size_t d = 0; d < a.rank(); ++d) mapping.append(int_list(a.mesh_dims_of(d)));
-      o["dims_mapping"] = mapping;
-    } else {
-      o["dims_mapping"] = int_list(a.dims_mapping());
-    }
-    py::list reduce;
-    for (auto m : a.partial_dims()) reduce.append(std::string(ctspmd::to_string(a.partial_reduce_type(m))));
-    o["partial"] = int_list(a.partial_dims());
-    o["partial_reduce"] = reduce;
-    out.append(o);
-  }
-  return out;
-}
-
-/// A call by name: forward when `outputs` is null.
-py::dict infer(const std::string& op, py::handle mesh_arg, py::handle inputs_arg, py::handle outputs_arg,
-               py::handle attrs_arg, py::handle semantics_arg, py::handle names_arg) {
-  const std::string semantics_name = to_str(semantics_arg, "semantics");
-  if (semantics_name != "fluid" && semantics_name != "phi")
-    bad_value("\"semantics\" must be \"fluid\" or \"phi\", not \"" + semantics_name + "\"");
-  const auto semantics = semantics_name == "phi" ? ctspmd::semantics::phi : ctspmd::semantics::fluid;
-  const ctspmd::process_mesh plain_mesh(to_list<ctspmd::tensor_shape>(mesh_arg, "mesh", "max_rank"));
-  std::vector<std::string> name_storage;  // what the mesh's names view
-  if (!names_arg.is_none()) {
-    if (!is_sequence(names_arg)) bad_type("mesh_names", "a list of str", names_arg);
-    const auto seq = py::reinterpret_borrow<py::sequence>(names_arg);
-    if (py::len(seq) != static_cast<std::size_t>(plain_mesh.ndim()))
-      bad_value("mesh_names has " + std::to_string(py::len(seq)) + " names, but the mesh has " +
-                std::to_string(plain_mesh.ndim()) + " dims: give one name per mesh dim");
-    for (std::size_t i = 0; i < static_cast<std::size_t>(plain_mesh.ndim()); ++i)
-      name_storage.push_back(to_str(seq[i], "mesh_names[" + std::to_string(i) + "]"));
-  }
-  ctspmd::mesh_names names;
-  for (const auto& n : name_storage) names.push_back(n);
-  const ctspmd::named_mesh mesh(plain_mesh, names);
-  rt::layout_form form;
-  const auto inputs = to_specs(inputs_arg, "inputs", mesh, form);
-  const auto outputs = outputs_arg ? to_specs(outputs_arg, "outputs", mesh, form) : specs{};
-  rt::attribute_map attrs;
-  if (!attrs_arg.is_none()) {
-    if (!PyDict_Check(attrs_arg.ptr())) bad_type("attrs", "a dict", attrs_arg);
-    for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(attrs_arg)) {
-      const std::string name = to_str(key, "an attribute name");
-      attrs[name] = to_attribute(value, "attrs['" + name + "']");
-    }
-  }
-  const auto info = outputs_arg ? rt::infer_backward(op, inputs, outputs, attrs, semantics)
-                                : rt::infer_forward(op, inputs, attrs, semantics);
-  py::dict out;
-  out["inputs"] = answer(info.inputs, mesh, form);
-  out["outputs"] = answer(info.outputs, mesh, form);
   return out;
 }
 
@@ -266,35 +66,9 @@ py::object to_python(const rt::attribute& a) {
   return std::visit([](const auto& v) -> py::object { return py::cast(v); }, a);
 }
 
-/// `v` (dicts, lists and tuples, str, int, float, bool, None) as a JSON value, for the plan
-/// requests the tool reads; `what` names it in errors.
-ctspmd_infer::json to_json(py::handle v, const std::string& what) {
-  using ctspmd_infer::json;
-  if (v.is_none()) return nullptr;
-  if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
-  if (PyFloat_Check(v.ptr())) return v.cast<double>();
-  if (PyUnicode_Check(v.ptr())) return to_str(v, what);
-  if (PyDict_Check(v.ptr())) {
-    json out = json::object();
-    for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(v)) {
-      const std::string name = to_str(key, "a key of " + what);
-      out[name] = to_json(value, what + "." + name);
-    }
-    return out;
-  }
-  if (is_sequence(v)) {
-    json out = json::array();
-    const auto seq = py::reinterpret_borrow<py::sequence>(v);
-    for (std::size_t i = 0, n = py::len(seq); i < n; ++i) out.push_back(to_json(seq[i], what + "[" + std::to_string(i) + "]"));
-    return out;
-  }
-  if (PyIndex_Check(v.ptr()) != 0) return to_int(v, what);
-  bad_type(what, "a dict, list, str, int, float, bool or None", v);
-}
-
 /// A JSON value as Python's.
-py::object to_python(const ctspmd_infer::json& j) {
-  using ctspmd_infer::json;
+py::object to_python(const req::json& j) {
+  using req::json;
   switch (j.type()) {
     case json::value_t::null: return py::none();
     case json::value_t::boolean: return py::bool_(j.get<bool>());
@@ -312,6 +86,108 @@ py::object to_python(const ctspmd_infer::json& j) {
       for (const auto& [key, value] : j.items()) out[py::str(key)] = to_python(value);
       return out;
     }
+  }
+}
+
+/// How `to_json` treats what JSON does not say alike. A rule call's values keep a Python object
+/// JSON cannot hold (`keep_foreign`), as a binary value naming its type (JSON text has none), for
+/// the reader's type error to name; in its operands a dict entry set to None is absent
+/// (`drop_none`). A plan's values are converted as they are: another object is a TypeError here.
+struct conversion {
+  bool keep_foreign = false;
+  bool drop_none = false;
+};
+constexpr conversion rule_values{.keep_foreign = true}, rule_operands{.keep_foreign = true, .drop_none = true};
+
+/// Values nested deeper are refused: the conversion recurses once per level.
+constexpr int max_depth = 64;
+
+/// `v` (dicts, lists and tuples, str, int, float, bool, None) as a JSON value, for the requests
+/// the tool's reader reads; `what` names it in errors.
+req::json to_json(py::handle v, const std::string& what, conversion c = {}, int depth = 0) {
+  using req::json;
+  if (v.is_none()) return nullptr;
+  if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
+  if (PyFloat_Check(v.ptr())) return v.cast<double>();
+  if (PyUnicode_Check(v.ptr())) return to_str(v, what);
+  if ((PyDict_Check(v.ptr()) || is_sequence(v)) && depth == max_depth)
+    bad_value(what + " is nested more than " + std::to_string(max_depth) + " levels deep");
+  if (PyDict_Check(v.ptr())) {
+    json out = json::object();
+    for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(v)) {
+      const std::string name = to_str(key, "a key of " + what);
+      if (c.drop_none && value.is_none()) continue;
+      out[name] = to_json(value, what + "." + name, c, depth + 1);
+    }
+    return out;
+  }
+  if (is_sequence(v)) {
+    json out = json::array();
+    const auto seq = py::reinterpret_borrow<py::sequence>(v);
+    for (std::size_t i = 0, n = py::len(seq); i < n; ++i)
+      out.push_back(to_json(seq[i], what + "[" + std::to_string(i) + "]", c, depth + 1));
+    return out;
+  }
+  if (PyIndex_Check(v.ptr()) != 0) return to_int(v, what);
+  if (!c.keep_foreign) bad_type(what, "a dict, list, str, int, float, bool or None", v);
+  const std::string_view type = Py_TYPE(v.ptr())->tp_name;
+  return json::binary(json::binary_t::container_type(type.begin(), type.end()));
+}
+
+/// A type error of the reader in Python's words: "inputs[0].shape must be a list of ints, not str".
+py::type_error python_type_error(const req::type_error& e) {
+  using req::expected_type;
+  using value_t = req::json::value_t;
+  std::string expected;
+  switch (e.expected) {
+    case expected_type::integer: expected = "an int"; break;
+    case expected_type::integer_list: expected = "a list of ints"; break;
+    case expected_type::object: expected = "a dict"; break;
+    case expected_type::operand_list: expected = "a list of operands (dicts)"; break;
+    case expected_type::attribute: expected = "a bool, int, float, str or list of ints"; break;
+    case expected_type::string: expected = "a str"; break;
+    case expected_type::string_list: expected = "a list of str"; break;
+  }
+  std::string got = e.got_name;  // a binary value: the Python type it stands for
+  switch (e.got) {
+    case value_t::null: got = "NoneType"; break;
+    case value_t::boolean: got = "bool"; break;
+    case value_t::number_integer:
+    case value_t::number_unsigned: got = "int"; break;
+    case value_t::number_float: got = "float"; break;
+    case value_t::string: got = "str"; break;
+    case value_t::array: got = "list"; break;
+    case value_t::object: got = "dict"; break;
+    default: break;
+  }
+  return py::type_error(e.subject + " must be " + expected + ", not " + got);
+}
+
+/// A call by name, read by the tool's reader as a rule request: forward when `outputs` is null.
+py::object infer(const std::string& op, py::handle mesh, py::handle inputs, py::handle outputs, py::handle attrs,
+                 py::handle semantics, py::handle mesh_names) {
+  req::json request = {{"op", op},
+                       {"semantics", to_json(semantics, "semantics", rule_values)},
+                       {"mesh", to_json(mesh, "mesh", rule_values)}};
+  if (!mesh_names.is_none()) request["mesh_names"] = to_json(mesh_names, "mesh_names", rule_values);
+  request["inputs"] = to_json(inputs, "inputs", rule_operands);
+  if (outputs) {
+    request["direction"] = "backward";
+    request["outputs"] = to_json(outputs, "outputs", rule_operands);
+  }
+  if (PyDict_Check(attrs.ptr())) {  // named as Python names a dict's entries
+    req::json& out = request["attrs"] = req::json::object();
+    for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(attrs)) {
+      const std::string name = to_str(key, "an attribute name");
+      out[name] = to_json(value, "attrs['" + name + "']", rule_values);
+    }
+  } else if (!attrs.is_none()) {
+    request["attrs"] = to_json(attrs, "attrs", rule_values);  // the reader's type error
+  }
+  try {
+    return to_python(req::rule_answer(request, req::attribute_naming::subscript));
+  } catch (const req::type_error& e) {
+    throw python_type_error(e);
   }
 }
 
@@ -367,7 +243,7 @@ PYBIND11_MODULE(ctspmd, m) {
   py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const ctspmd_infer::plan_error& e) {
+    } catch (const req::plan_error& e) {
       const py::object error = spmd_error_type(e.what(), std::string(ctspmd::to_string(e.kind())), to_python(e.details));
       PyErr_SetObject(spmd_error_type.ptr(), error.ptr());
     } catch (const spmd_error& e) {
@@ -399,7 +275,6 @@ PYBIND11_MODULE(ctspmd, m) {
       "infer_backward",
       [](const std::string& op, py::handle mesh, py::handle inputs, py::handle outputs, py::handle attrs,
          py::handle semantics, py::handle mesh_names) {
-        if (outputs.is_none()) bad_type("outputs", "a list of operands (dicts)", outputs);
         return infer(op, mesh, inputs, outputs, attrs, semantics, mesh_names);
       },
       py::arg("op"), py::arg("mesh"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs") = py::dict(),
@@ -408,8 +283,8 @@ PYBIND11_MODULE(ctspmd, m) {
       "verify_plan",
       [](py::handle plan, bool svg) {
         if (!PyDict_Check(plan.ptr())) bad_type("plan", "a dict", plan);
-        const ctspmd_infer::json request = {{"plan", to_json(plan, "plan")}, {"svg", svg}};
-        return to_python(ctspmd_infer::verify_plan_request(request));
+        const req::json request = {{"plan", to_json(plan, "plan")}, {"svg", svg}};
+        return to_python(req::verify_plan_request(request));
       },
       py::arg("plan"), py::arg("svg") = false,
       "verify_plan(plan, svg=False) -> dict\n\n"

@@ -44,8 +44,8 @@ TEST_CASE("a label that is not printable ASCII is shown as \\xNN, so a NUL does 
               error_kind::invalid_argument, "notation position 0: '\\xff' is not an axis label");
 }
 
-#if __has_include(<nlohmann/json.hpp>)
-#include "../tools/ctspmd-infer/handler.hpp"
+#ifdef CTSPMD_TEST_REQUESTS  // the tool's request reader is built (runtime_tests/CMakeLists.txt)
+#include "requests.hpp"
 
 TEST_CASE("ctspmd-infer: a deeply nested value in a request is an error response, not a stack overflow") {
   // The handler dumped (and for "direction" copied) the offending value, both recursive.
@@ -63,12 +63,12 @@ TEST_CASE("ctspmd-infer: a deeply nested value in a request is an error response
       R"({"error":{"kind":"invalid_argument","message":"attrs.trans_x[0] must be an integer, not an array"}})",
   };
   for (std::size_t i = 0; i < std::size(lines); ++i) {
-    const auto r = ctspmd_infer::handle(lines[i]);
+    const auto r = ctspmd_requests::handle(lines[i]);
     CHECK_FALSE(r.ok);
     CHECK(r.line == expected[i]);
   }
   // Short flat values are still shown.
-  CHECK(ctspmd_infer::handle(R"({"op": "matmul", "direction": [1, "x"], "mesh": [2], "inputs": []})").line ==
+  CHECK(ctspmd_requests::handle(R"({"op": "matmul", "direction": [1, "x"], "mesh": [2], "inputs": []})").line ==
         R"({"error":{"kind":"invalid_argument","message":"\"direction\" must be \"forward\" or \"backward\", not [1,\"x\"]"}})");
 }
 #endif

@@ -2,14 +2,15 @@
 // written as JSON plan requests give identical answers: every tensor's layout, every reshard
 // entry, the totals and the training step's cost. The JSON is written from the typed plan
 // (tensors, operators with every attribute, blocks, annotations), dumped and parsed again, and
-// verified by ctspmd-infer's code; the typed plan is propagated and costed directly.
+// verified by ctspmd-infer's reader (ctspmd_requests); the typed plan is propagated and costed directly.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "gpt/gpt_plan.hpp"
-#include "handler.hpp"
 #include "llama/llama_plan.hpp"
 #include "plan_write.hpp"
+
+#include <ctspmd/runtime/plan.hpp>
 
 #include <cstddef>
 #include <string>
@@ -17,7 +18,7 @@
 
 namespace {
 
-using ctspmd_infer::json;
+using ctspmd_requests::json;
 namespace model = ctspmd::model;
 namespace rt = ctspmd::runtime;
 using plan_write::renumbered;
@@ -32,19 +33,20 @@ void check_parity(const Plan& forward, model::tensor_id loss, const model::train
   {
     const auto r = rt::propagate(forward);
     REQUIRE(r->ok());
-    const json request = json::parse(ctspmd_infer::dump(w.request));
-    CHECK(ctspmd_infer::verify_plan(request) == renumbered(ctspmd_infer::report_json(forward, *r, mesh, {}), w.index));
+    const json request = json::parse(ctspmd_requests::dump(w.request));
+    CHECK(ctspmd_requests::verify_plan(request) ==
+          renumbered(ctspmd_requests::report_json(forward, *r, mesh, {}), w.index));
   }
   const auto step = std::make_unique<decltype(model::training_step(forward, loss, options))>(
       model::training_step(forward, loss, options));
   const auto r = rt::propagate(*step);
   REQUIRE(r->ok());
-  json expected = renumbered(ctspmd_infer::report_json(*step, *r, mesh, {}), w.index);
-  expected["cost"] = ctspmd_infer::cost_json(*step, rt::cost(*step, *r, model::h100_cluster(step->mesh())));
+  json expected = renumbered(ctspmd_requests::report_json(*step, *r, mesh, {}), w.index);
+  expected["cost"] = ctspmd_requests::cost_json(*step, rt::cost(*step, *r, model::h100_cluster(step->mesh())));
   training["loss"] = w.index[loss.index];
   json request = w.request;
   request["training"] = training;
-  const json answer = ctspmd_infer::verify_plan(json::parse(ctspmd_infer::dump(request)));
+  const json answer = ctspmd_requests::verify_plan(json::parse(ctspmd_requests::dump(request)));
   CHECK(answer["tensors"] == expected["tensors"]);
   CHECK(answer["reshards"] == expected["reshards"]);
   CHECK(answer["totals"] == expected["totals"]);

@@ -11,7 +11,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
-#include "handler.hpp"
+#include "plan_answer.hpp"
 #include "plan_write.hpp"
 
 #include <ctspmd/model/cost.hpp>
@@ -30,7 +30,7 @@ namespace {
 namespace model = ctspmd::model;
 using ctspmd::dims_mapping;
 using ctspmd::tensor_shape;
-using ctspmd_infer::json;
+using ctspmd_requests::json;
 using model::tensor_id;
 
 // ==== the generator ===========================================================================
@@ -344,8 +344,8 @@ difference first_difference(const json& a, const json& b, const std::string& at)
 void compare(std::uint64_t seed, const std::string& figure, const json& compile_time, const json& tool) {
   if (compile_time == tool) return;
   const auto d = first_difference(compile_time, tool, figure);
-  FAIL_CHECK("seed " << seed << ": " << d.at << " differs: " << ctspmd_infer::dump(d.compile_time).substr(0, 400)
-                     << " at compile time, " << ctspmd_infer::dump(d.tool).substr(0, 400) << " from the tool");
+  FAIL_CHECK("seed " << seed << ": " << d.at << " differs: " << ctspmd_requests::dump(d.compile_time).substr(0, 400)
+                     << " at compile time, " << ctspmd_requests::dump(d.tool).substr(0, 400) << " from the tool");
 }
 
 /// The request for case `c` (its forward plan written as JSON, `w`), with its training options
@@ -384,7 +384,7 @@ json request_of(const generated& c, const plan_write::written& w) {
 }
 
 /// The tool's answer to plan request `plan`, dumped and sent as a request line.
-json ask(const json& plan) { return json::parse(ctspmd_infer::handle(ctspmd_infer::dump(json{{"plan", plan}})).line); }
+json ask(const json& plan) { return json::parse(ctspmd_requests::handle(ctspmd_requests::dump(json{{"plan", plan}})).line); }
 
 /// Compares the compile-time propagation `r` of `plan` (case `c`'s forward plan or training step)
 /// and its cost (null if not costed) with the tool's answer.
@@ -411,7 +411,7 @@ void check_answer(std::uint64_t seed, const generated& c, const Plan& plan, cons
   ++n.answers;
   if (answer.contains("error")) return compare(seed, "answer", json::object(), answer);
   const ctspmd::named_mesh mesh(plan.mesh());
-  const json expected = plan_write::renumbered(ctspmd_infer::report_json(plan, r, mesh, {}), w.index);
+  const json expected = plan_write::renumbered(ctspmd_requests::report_json(plan, r, mesh, {}), w.index);
   compare(seed, "tensors", expected.at("tensors"), answer.at("tensors"));
   compare(seed, "reshards", expected.at("reshards"), answer.at("reshards"));
   // The totals from the propagation's own counts.
@@ -427,7 +427,7 @@ void check_answer(std::uint64_t seed, const generated& c, const Plan& plan, cons
   compare(seed, "totals", totals, answer.at("totals"));
   if (cost != nullptr) {
     ++n.costed;
-    compare(seed, "cost", ctspmd_infer::cost_json(plan, *cost), answer.contains("cost") ? answer.at("cost") : json());
+    compare(seed, "cost", ctspmd_requests::cost_json(plan, *cost), answer.contains("cost") ? answer.at("cost") : json());
   } else if (answer.contains("cost")) {
     compare(seed, "cost", json(), answer.at("cost"));
   }

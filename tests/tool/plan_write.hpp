@@ -4,7 +4,7 @@
 // annotations), and a typed answer renumbered to the request's tensors: shared by the tests that
 // compare typed plans with ctspmd-infer's answers (plan_parity.cpp, plan_property.cpp).
 
-#include "handler.hpp"
+#include "plan_answer.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 namespace plan_write {
 
-using ctspmd_infer::json;
+using ctspmd_requests::json;
 
 /// A typed plan as a JSON plan request, and where each of its tensors is in the plan the request
 /// builds (outer tensors first, then each block's input and body).
@@ -41,7 +41,7 @@ written write(const Plan& p) {
     const auto& info = p.tensor_at(t);
     json shape = json::array();
     for (auto s : info.shape) shape.push_back(s);
-    json o = info.annotated ? ctspmd_infer::attr_json(info.annotation, ctspmd::named_mesh(p.mesh()), {}) : json::object();
+    json o = info.annotated ? ctspmd_requests::attr_json(info.annotation, ctspmd::named_mesh(p.mesh()), {}) : json::object();
     o["name"] = info.name;
     o["shape"] = shape;
     o["element_bytes"] = info.element_bytes;
@@ -53,7 +53,7 @@ written write(const Plan& p) {
     json in = json::array(), outs = json::array(), attrs = json::object();
     for (auto t : o.inputs) in.push_back(out.index[t]);
     for (auto t : o.outputs) outs.push_back(out.index[t]);
-    for (const auto& [name, value] : ctspmd::runtime::operator_attributes(o)) attrs[name] = std::visit([](const auto& v) { return json(v); }, value);
+    for (const auto& [name, value] : ctspmd_requests::operator_attributes(o)) attrs[name] = std::visit([](const auto& v) { return json(v); }, value);
     json j = {{"op", o.rule}, {"inputs", in}, {"outputs", outs}, {"attrs", attrs}, {"label", o.label}};
     if (o.recomputable) j["recomputable"] = true;
     return j;

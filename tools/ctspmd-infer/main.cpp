@@ -1,5 +1,7 @@
-// ctspmd-infer: sharding inference by operator name, JSON Lines in, JSON Lines out.
-#include "handler.hpp"
+// ctspmd-infer: sharding inference by operator name, JSON Lines in, JSON Lines out. The requests
+// are read and answered by the library ctspmd_requests (tools/requests/requests.hpp), which the
+// Python module shares; this file has the options and the line loop.
+#include "requests.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -146,7 +148,8 @@ void list() {
     const auto attrs = e.attributes();
     if (attrs.empty()) std::cout << "  (no attributes)";
     for (const auto& a : attrs) {
-      const auto value = std::visit([](const auto& v) { return ctspmd_infer::dump(ctspmd_infer::json(v)); }, a.default_value);
+      const auto value =
+          std::visit([](const auto& v) { return ctspmd_requests::dump(ctspmd_requests::json(v)); }, a.default_value);
       std::cout << "  " << a.name << (a.alias.empty() ? "" : " (or " + std::string(a.alias) + ")") << ": " << a.type
                 << " = " << value;
     }
@@ -159,7 +162,7 @@ int run(std::istream& in) {
   bool all_ok = true;
   std::string line, out;
   while (std::getline(in, line)) {
-    const auto r = ctspmd_infer::handle(line);
+    const auto r = ctspmd_requests::handle(line);
     all_ok = all_ok && r.ok;
     out += r.line;
     out += '\n';

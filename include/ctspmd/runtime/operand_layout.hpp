@@ -2,9 +2,8 @@
 #define CTSPMD_RUNTIME_OPERAND_LAYOUT_HPP
 /// \file An operand's layout as a by-name request writes it (run time only): ctspmd's dims
 /// mapping, or the text of one of the sharding languages (`<ctspmd/interop.hpp>`), in one form
-/// for all the operands of a request, which the answer uses too. The request readers (the
-/// `ctspmd-infer` JSON tool, the Python module) read their own values (JSON, Python objects)
-/// and share these steps, so both accept and answer the same things with the same messages.
+/// for all the operands of a request, which the answer uses too. The steps of the request reader
+/// that `ctspmd-infer` and the Python module share (`tools/requests/`), apart from its JSON.
 
 #include <array>
 #include <cstddef>

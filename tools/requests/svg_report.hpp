@@ -1,6 +1,6 @@
-#ifndef CTSPMD_TOOLS_INFER_SVG_REPORT_HPP
-#define CTSPMD_TOOLS_INFER_SVG_REPORT_HPP
-// A picture of a plan answer (plan_request.hpp): an SVG document with the collectives by phase
+#ifndef CTSPMD_TOOLS_REQUESTS_SVG_REPORT_HPP
+#define CTSPMD_TOOLS_REQUESTS_SVG_REPORT_HPP
+// A picture of a plan answer (plan_request.cpp): an SVG document with the collectives by phase
 // and mesh dim, and, when the answer has a cost, memory per device by category and the step's
 // time. Every bar carries its figure exactly, as data attributes (data-bytes, data-count,
 // data-seconds) and a <title> tooltip, so a test (or a script) can read the numbers back;
@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ctspmd_infer {
+namespace ctspmd_requests {
 
 namespace svg {
 
@@ -407,6 +407,6 @@ inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& 
   return doc.finish();
 }
 
-}  // namespace ctspmd_infer
+}  // namespace ctspmd_requests
 
 #endif
