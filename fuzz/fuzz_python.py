@@ -19,6 +19,7 @@ Prints the cases run per kind and the outcomes; exits 1 on the first violation, 
 import argparse
 import json
 import random
+import re
 import subprocess
 import sys
 import time
@@ -242,8 +243,22 @@ def check_answer(kind, request, answer):
         raise Violation("a plan answer's totals are not its reshards' sums")
 
 
+def none_field(kind, request):
+    """A rule call with an operand field set to None: absent to the module (its documented
+    convenience), a wrong value (JSON null) to the tool, so not compared."""
+    operands = [o for k in ("inputs", "outputs") if isinstance(request.get(k), list) for o in request[k]]
+    return kind == "rule" and any(isinstance(o, dict) and None in o.values() for o in operands)
+
+
+def pythonic(message):
+    """The tool's message in the module's words: attribute `x` is attrs['x'] there, attrs.x here."""
+    return re.sub(r"attrs\.([A-Za-z_0-9]+)", r"attrs['\1']", message)
+
+
 def same_as_tool(got, tool_line):
     tool = json.loads(tool_line)
+    if "error" in tool and "message" in tool["error"]:
+        tool["error"]["message"] = pythonic(tool["error"]["message"])
     if got[0] == "ok":
         return tool == got[1]
     if "error" not in tool:
@@ -288,6 +303,8 @@ def main():
             lines, sent = [], []
             for case in cases:  # not every Python value has a JSON text (bytes, NaN): those stay here
                 kind, request, got = case
+                if none_field(kind, request):
+                    continue
                 try:
                     lines.append(json.dumps({"plan": request} if kind == "plan" else request, allow_nan=False))
                     sent.append(case)

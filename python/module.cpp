@@ -34,18 +34,6 @@ bool is_sequence(py::handle v) {
          !PyByteArray_Check(v.ptr());
 }
 
-/// `v` as an int64: a Python int or another integer (`__index__`: numpy's), not a bool.
-std::int64_t to_int(py::handle v, const std::string& what) {
-  if (PyBool_Check(v.ptr()) || PyIndex_Check(v.ptr()) == 0) bad_type(what, "an int", v);
-  const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
-  if (!index) throw py::error_already_set();
-  int overflow = 0;
-  const long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-  if (overflow != 0) bad_value(what + " is outside the 64-bit integer range");
-  if (i == -1 && PyErr_Occurred() != nullptr) throw py::error_already_set();
-  return i;
-}
-
 /// `v` as UTF-8 (a str with lone surrogates raises UnicodeEncodeError).
 std::string to_str(py::handle v, const std::string& what) {
   if (!PyUnicode_Check(v.ptr())) bad_type(what, "a str", v);
@@ -104,6 +92,31 @@ constexpr int max_depth = 64;
 
 /// `v` (dicts, lists and tuples, str, int, float, bool, None) as a JSON value, for the requests
 /// the tool's reader reads; `what` names it in errors.
+/// An integer as JSON text would give it to the reader: an int64, else an unsigned 64-bit
+/// integer, else a double (as the tool's JSON parser reads a longer integer), so that the reader
+/// answers an int outside int64 as it answers the tool.
+req::json int_json(py::handle v, const std::string& what) {
+  const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow == 0) {
+    if (i == -1 && PyErr_Occurred() != nullptr) throw py::error_already_set();
+    return static_cast<std::int64_t>(i);
+  }
+  if (overflow > 0) {
+    const unsigned long long u = PyLong_AsUnsignedLongLong(index.ptr());
+    if (PyErr_Occurred() == nullptr) return static_cast<std::uint64_t>(u);
+    PyErr_Clear();
+  }
+  const double d = PyLong_AsDouble(index.ptr());
+  if (d == -1.0 && PyErr_Occurred() != nullptr) {
+    PyErr_Clear();
+    bad_value(what + " is outside the 64-bit integer range");
+  }
+  return d;
+}
+
 req::json to_json(py::handle v, const std::string& what, conversion c = {}, int depth = 0) {
   using req::json;
   if (v.is_none()) return nullptr;
@@ -128,7 +141,7 @@ req::json to_json(py::handle v, const std::string& what, conversion c = {}, int 
       out.push_back(to_json(seq[i], what + "[" + std::to_string(i) + "]", c, depth + 1));
     return out;
   }
-  if (PyIndex_Check(v.ptr()) != 0) return to_int(v, what);
+  if (PyIndex_Check(v.ptr()) != 0) return int_json(v, what);
   if (!c.keep_foreign) bad_type(what, "a dict, list, str, int, float, bool or None", v);
   const std::string_view type = Py_TYPE(v.ptr())->tp_name;
   return json::binary(json::binary_t::container_type(type.begin(), type.end()));

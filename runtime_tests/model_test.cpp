@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "../examples/gpt/gpt_plan.hpp"
@@ -75,6 +76,30 @@ TEST_CASE("a block's count fits an int64 (costs count its runs in one)") {
   CHECK(p.block_count() == 0);
   (void)p.repeat(too_many - 1, x, relu);
   CHECK(p.block_at(0).count == too_many - 1);
+}
+
+TEST_CASE("a block whose runs never settle is propagated run by run up to max_unsettled_runs, then refused") {
+  // w's output dim over mesh dim 0: run 1's output is split there, run 2 reads it as a split k
+  // that w does not share, and so on: the runs alternate and never repeat the one before.
+  const auto alternating = [](std::size_t count) {
+    model::plan<16, 8> p(process_mesh({4, 2}));
+    const auto x = p.tensor("x", {16, 8}, {-1, -1});
+    (void)p.repeat(count, x, [](model::plan<16, 8>& b, model::tensor_id h) {
+      const auto y = b.tensor("y", {16, 8});
+      b.op<"matmul">({h, b.parameter("w", {8, 8}, {-1, 0})}, {y});
+      const auto a = b.tensor("a", {16, 8});
+      b.op<"scale">({y}, {a});
+      return a;
+    });
+    return model::try_propagate(p);
+  };
+  CHECK(alternating(4).ok());
+  CHECK(alternating(model::max_unsettled_runs).ok());
+  const auto r = alternating(std::size_t{1} << 62);  // before: 2^62 runs, one by one
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.failed_operator() == 0);
+  CHECK(std::string_view(spmd_error(r.error()).what()).find("lays out each of its first 4096 runs otherwise than the run "
+                                                             "before") != std::string_view::npos);
 }
 
 TEST_CASE("a repeat inside a repeated block's body is refused when the plan is built") {

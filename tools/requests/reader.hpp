@@ -7,6 +7,7 @@
 
 #include "requests.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -57,8 +58,19 @@ inline bool is_int64(const json& v) {
          (v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max() : true);
 }
 
+/// An integer beyond int64: an unsigned one above its largest, or a whole number written as a
+/// float (JSON's parser reads a longer integer so) outside [-2^63, 2^63).
+inline bool beyond_int64(const json& v) {
+  if (v.is_number_unsigned()) return !is_int64(v);
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>(), limit = 9223372036854775808.0;  // 2^63
+  return std::isfinite(d) && std::trunc(d) == d && (d >= limit || d < -limit);
+}
+
+/// `v` as an int64: an integer outside int64 is a wrong value, anything else a wrong type.
 inline std::int64_t to_int(const json& v, const std::string& what) {
   if (is_int64(v)) return v.get<std::int64_t>();
+  if (beyond_int64(v)) bad_request(what + " is outside the 64-bit integer range");
   throw type_error(what + " must be an integer, not " + shown(v), what, expected_type::integer, v);
 }
 

@@ -14,7 +14,10 @@
 /// A repeated block runs with its input set to its source, then to its previous run's output;
 /// as soon as a run leaves every tensor as the run before it did, the remaining runs would
 /// repeat it exactly, so its reshards are counted for all of them and propagation moves on
-/// (verified once, then by induction).
+/// (verified once, then by induction). Runs that never settle (each lays its tensors out
+/// otherwise than the run before, e.g. alternating between two layouts) are propagated one by
+/// one up to `max_unsettled_runs`; a block with more runs than that is an error, so that a
+/// count of 2^62 cannot keep propagation running for ever.
 ///
 /// Reshards are reported per mesh dim, with the collective that performs them and the bytes
 /// each device sends (model/collective.hpp); a collective over a product group of mesh dims is
@@ -83,6 +86,10 @@ constexpr std::size_t max_layouts(std::size_t max_tensors, std::size_t max_resha
   const std::size_t n = max_tensors + 2 * max_reshards + 1;
   return n < 1024 ? n : 1024;
 }
+
+/// The most runs of a repeated block propagated one by one while they still change (see the
+/// file comment): far more layers than any model has.
+inline constexpr std::size_t max_unsettled_runs = 4096;
 
 /// Options of `propagate`.
 struct propagate_options {
@@ -480,6 +487,11 @@ class propagator {
       o.run_ = b.count - 1;
     }
     if (o.run_ == b.count) return leave_block();
+    if (options_.induction && o.run_ >= max_unsettled_runs)
+      return fail(b.first_op, make_error(error_kind::invalid_argument, "",
+                                         "block {} lays out each of its first {} runs otherwise than the run before (of "
+                                         "{}): its layouts do not settle; annotate its input",
+                                         self, o.run_, b.count));
     ++o.run_;
     o.next_op_ = b.first_op;
     begin_run(b);
