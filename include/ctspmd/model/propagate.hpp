@@ -487,7 +487,7 @@ class propagator {
       o.run_ = b.count - 1;
     }
     if (o.run_ == b.count) return leave_block();
-    if (options_.induction && o.run_ >= max_unsettled_runs)
+    if (options_.induction && o.changed_ && o.run_ >= max_unsettled_runs)
       return fail(b.first_op, make_error(error_kind::invalid_argument, "",
                                          "block {} lays out each of its first {} runs otherwise than the run before (of "
                                          "{}): its layouts do not settle; annotate its input",
