@@ -21,6 +21,7 @@
 #include "requests.hpp"
 
 #include <ctspmd/interop.hpp>
+#include <ctspmd/model/search.hpp>
 
 #include <fuzzer/FuzzedDataProvider.h>
 
