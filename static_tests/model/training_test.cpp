@@ -334,8 +334,9 @@ static_assert(!same_plans(long_parts, long_other));
 // It took two parts: the first leaves operators to run backwards.
 using long_type = decltype(long_fwd);
 constexpr std::size_t long_t2 = 6 * long_type::max_tensors, long_o2 = 3 * long_type::max_ops;
-static_assert(model::detail::training_part<long_fwd, long_loss, model::training_options{}, long_t2, long_o2, 0>.state.pending > 0);
-static_assert(model::detail::training_part<long_fwd, long_loss, model::training_options{}, long_t2, long_o2, 1>.state.pending == 0);
+using long_work = model::detail::training_work<long_fwd, long_loss, model::training_options{}, long_t2, long_o2>;
+static_assert(model::detail::staged_part<long_work, 0>.state.pending > 0);
+static_assert(model::detail::staged_part<long_work, 1>.state.pending == 0);
 static_assert(model::verified<[] { return model::training_step_of<long_fwd, long_loss>; }>().ok());
 // Options and capacities pass through.
 constexpr model::training_options zero{.shard_optimizer_states_on = 0};

@@ -33,6 +33,7 @@
 #include <ctspmd/merge/partial.hpp>
 #include <ctspmd/model/collective.hpp>
 #include <ctspmd/model/plan.hpp>
+#include <ctspmd/model/staged.hpp>
 
 namespace ctspmd::model {
 
@@ -829,35 +830,26 @@ inline constexpr std::size_t runs_per_step = 24;
 inline constexpr std::size_t runs_per_step = 96;
 #endif
 
+/// `verified`'s propagation as a staged work (model/staged.hpp): parts of `runs_per_step` runs.
 template <auto MakePlan, propagate_options Options, std::size_t R>
-constexpr auto first_step() {
-  constexpr auto& p = plan_value<MakePlan>;
+struct propagation_work {
+  static constexpr auto& p = plan_value<MakePlan>;
   using plan_type = std::remove_cvref_t<decltype(p)>;
-  propagation<plan_type::max_tensors, R> out;
-  propagator<plan_type::max_tensors, plan_type::max_ops, R> run(p, out, Options);
-  run.start();
-  run.resume(runs_per_step);
-  return out;
-}
-/// Propagation after step `Step` of `verified`: each step is its own constant expression.
-template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Step>
-inline constexpr auto propagation_step = [] {
-  constexpr auto& p = plan_value<MakePlan>;
-  using plan_type = std::remove_cvref_t<decltype(p)>;
-  auto out = propagation_step<MakePlan, Options, R, Step - 1>;
-  propagator<plan_type::max_tensors, plan_type::max_ops, R> run(p, out, Options);
-  run.resume(runs_per_step);
-  return out;
-}();
+  using runner = propagator<plan_type::max_tensors, plan_type::max_ops, R>;
+  static constexpr auto start() {
+    propagation<plan_type::max_tensors, R> out;
+    runner run(p, out, Options);
+    run.start();
+    run.resume(runs_per_step);
+    return out;
+  }
+  static constexpr void resume(propagation<plan_type::max_tensors, R>& out) { runner(p, out, Options).resume(runs_per_step); }
+  static constexpr bool finished(const propagation<plan_type::max_tensors, R>& out, std::size_t) { return out.finished(); }
+};
+/// The finished propagation of `verified`.
 template <auto MakePlan, propagate_options Options, std::size_t R>
-inline constexpr auto propagation_step<MakePlan, Options, R, 0> = first_step<MakePlan, Options, R>();
-
-template <auto MakePlan, propagate_options Options, std::size_t R, std::size_t Step = 0>
 constexpr const auto& finished_propagation() {
-  if constexpr (propagation_step<MakePlan, Options, R, Step>.finished())
-    return propagation_step<MakePlan, Options, R, Step>;
-  else
-    return finished_propagation<MakePlan, Options, R, Step + 1>();
+  return staged_result<propagation_work<MakePlan, Options, R>>;
 }
 }  // namespace detail
 

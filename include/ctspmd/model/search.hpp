@@ -1068,32 +1068,22 @@ using problem_plan = std::remove_cvref_t<decltype(problem_value<MakeProblem>.pla
 template <auto MakeProblem>
 using problem_search = layout_search<problem_plan<MakeProblem>::max_tensors, problem_plan<MakeProblem>::max_ops>;
 
-template <auto MakeProblem, std::size_t Part>
-inline constexpr auto search_part = [] {
-  auto s = search_part<MakeProblem, Part - 1>;
-  s.resume(search_work_per_part);
-  return s;
-}();
+/// The dynamic programming of `searched` as a staged work (model/staged.hpp): parts of
+/// `search_work_per_part` units of work.
 template <auto MakeProblem>
-inline constexpr auto search_part<MakeProblem, 0> = [] {
-  constexpr auto& q = problem_value<MakeProblem>;
-  problem_search<MakeProblem> s(q.plan, q.cluster, q.options);
-  s.start();
-  s.resume(search_work_per_part);
-  return s;
-}();
-/// The part that finishes the search, from part `Part` on: a chain of variables, not of calls,
-/// so that the number of parts is bounded by the template instantiation depth (some 900), not by
-/// the constant-evaluation call depth (512 in Clang).
-template <auto MakeProblem, std::size_t Part = 0>
-inline constexpr std::size_t last_search_part = [] {
-  if constexpr (search_part<MakeProblem, Part>.finished())
-    return Part;
-  else
-    return last_search_part<MakeProblem, Part + 1>;
-}();
+struct search_work {
+  static constexpr auto start() {
+    constexpr auto& q = problem_value<MakeProblem>;
+    problem_search<MakeProblem> s(q.plan, q.cluster, q.options);
+    s.start();
+    s.resume(search_work_per_part);
+    return s;
+  }
+  static constexpr void resume(problem_search<MakeProblem>& s) { s.resume(search_work_per_part); }
+  static constexpr bool finished(const problem_search<MakeProblem>& s, std::size_t) { return s.finished(); }
+};
 template <auto MakeProblem>
-inline constexpr search_candidates candidates_of = search_part<MakeProblem, last_search_part<MakeProblem>>.result();
+inline constexpr search_candidates candidates_of = staged_result<search_work<MakeProblem>>.result();
 template <auto MakeProblem>
 inline constexpr auto options_of = option_sets(problem_value<MakeProblem>.options);
 

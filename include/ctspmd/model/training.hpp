@@ -72,6 +72,7 @@
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/model/plan.hpp>
+#include <ctspmd/model/staged.hpp>
 
 namespace ctspmd::model {
 
@@ -593,31 +594,32 @@ struct step_part {
   step_state<T, T2> state;
 };
 
-template <const auto& Forward, tensor_id Loss, training_options Options, std::size_t T2, std::size_t O2, std::size_t K>
-inline constexpr auto training_part = [] {
-  using forward_type = std::remove_cvref_t<decltype(Forward)>;
-  constexpr std::size_t T = forward_type::max_tensors, O = forward_type::max_ops;
-  auto part = training_part<Forward, Loss, Options, T2, O2, K - 1>;
-  step_builder<T, O, T2, O2>(Forward, part.step, part.state, Options).resume(ops_per_part);
-  return part;
-}();
-template <const auto& Forward, tensor_id Loss, training_options Options, std::size_t T2, std::size_t O2>
-inline constexpr auto training_part<Forward, Loss, Options, T2, O2, 0> = [] {
-  using forward_type = std::remove_cvref_t<decltype(Forward)>;
-  constexpr std::size_t T = forward_type::max_tensors, O = forward_type::max_ops;
-  step_part<T, T2, O2> part{plan<T2, O2>(Forward.mesh(), Forward.semantics()), {}};
-  step_builder<T, O, T2, O2> builder(Forward, part.step, part.state, Options);
-  builder.start(Loss);
-  builder.resume(ops_per_part);
-  return part;
-}();
-
 /// How many parts `training_step_of` builds a training step of `f` in: each but the last runs
 /// at least ops_per_part operators backwards.
 template <class Plan>
 constexpr std::size_t training_parts(const Plan& f) {
   return f.op_count() <= ops_per_part ? 1 : (f.op_count() + ops_per_part - 1) / ops_per_part;
 }
+
+/// `training_step_of`'s building as a staged work (model/staged.hpp): parts of `ops_per_part`
+/// forward operators.
+template <const auto& Forward, tensor_id Loss, training_options Options, std::size_t T2, std::size_t O2>
+struct training_work {
+  using forward_type = std::remove_cvref_t<decltype(Forward)>;
+  static constexpr std::size_t T = forward_type::max_tensors, O = forward_type::max_ops;
+  using state = step_part<T, T2, O2>;
+  static constexpr state start() {
+    state part{plan<T2, O2>(Forward.mesh(), Forward.semantics()), {}};
+    step_builder<T, O, T2, O2> builder(Forward, part.step, part.state, Options);
+    builder.start(Loss);
+    builder.resume(ops_per_part);
+    return part;
+  }
+  static constexpr void resume(state& part) {
+    step_builder<T, O, T2, O2>(Forward, part.step, part.state, Options).resume(ops_per_part);
+  }
+  static constexpr bool finished(const state&, std::size_t part) { return part + 1 >= training_parts(Forward); }
+};
 }  // namespace detail
 
 /// `training_step(Forward, Loss, Options)`, for `Forward` a constant (a `constexpr` variable),
@@ -633,7 +635,7 @@ inline constexpr auto training_step_of = [] {
   using forward_type = std::remove_cvref_t<decltype(Forward)>;
   constexpr std::size_t T = forward_type::max_tensors, O = forward_type::max_ops;
   constexpr std::size_t T2 = detail::step_tensors<MaxTensors, T>, O2 = detail::step_ops<MaxOps, O>;
-  auto part = detail::training_part<Forward, Loss, Options, T2, O2, detail::training_parts(Forward) - 1>;
+  auto part = detail::staged_result<detail::training_work<Forward, Loss, Options, T2, O2>>;
   detail::step_builder<T, O, T2, O2>(Forward, part.step, part.state, Options).finish();
   return part.step;
 }();

@@ -1,0 +1,81 @@
+#ifndef CTSPMD_MODEL_COST_FLOPS_HPP
+#define CTSPMD_MODEL_COST_FLOPS_HPP
+/// \file The FLOPs of a training step: the FLOPs part of `model/cost.hpp`.
+///
+/// **FLOPs** (`flops(phase)`), per device, are each operator's rule's (rules/kit/cost_traits.hpp),
+/// from the local shapes of its inputs as it read them (after their reshards) and of its outputs:
+/// a matmul or bmm 2·(x's elements)·(y's output length), which is 2mnk; flash_attention 4·(q's
+/// elements)·(k's length), halved when causal; their grads twice their forward (the convention
+/// of model FLOPs); views, data movement and reshard points (reshape, transpose, assign, slice,
+/// concat, gathers, embeddings, ...) none; any other operator one per output element.
+/// `model_flops()` is forward + backward; `hardware_flops()` adds the recomputed forward
+/// (`model/cost/memory.hpp`: which operators are recomputed) and the optimizer.
+
+#include <cstddef>
+#include <cstdint>
+
+#include <ctspmd/core/saturating.hpp>
+#include <ctspmd/model/cost/traffic.hpp>
+#include <ctspmd/rules/kit/cost_traits.hpp>
+
+namespace ctspmd::model::detail {
+
+/// The FLOPs part of a cost (see the file comment): each operator's, from its rule's traits.
+template <std::size_t T, std::size_t O, std::size_t R>
+class flops_count : public traffic_count<T, O, R> {
+ protected:
+  using base = traffic_count<T, O, R>;
+  using typename base::size_t;
+  using base::p_;
+  using base::r_;
+  using base::out_;
+  using base::elements_;
+  using base::first_entry_;
+  using base::runs;
+  using base::part_of;
+  using base::recomputed;
+  using base::base;
+
+  /// The reshard entry of operator i's input k (the entries of an operator follow its first), or
+  /// -1: read as propagated.
+  constexpr std::int64_t input_reshard(size_t i, size_t k) const {
+    if (first_entry_[i] >= 0)
+      for (auto e = static_cast<size_t>(first_entry_[i]); e < r_.reshard_entries() && r_.reshard_at(e).op == i; ++e)
+        if (const auto& s = r_.reshard_at(e); !s.on_output && s.operand == k) return static_cast<std::int64_t>(e);
+    return -1;
+  }
+  /// Operator i's operands as a device holds them: its inputs as it read them (after their
+  /// reshards), its outputs as propagated.
+  constexpr void local_operands_of(size_t i, local_operands& in, local_operands& out) const {
+    const auto& op = p_.op_at(i);
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const auto t = op.inputs[k];
+      const auto e = input_reshard(i, k);
+      if (e >= 0)
+        in.push_back(p_.tensor_at(t).shape, r_.reshard_at(static_cast<size_t>(e)).to, p_.tensor_at(t).element_bytes);
+      else
+        in.push_back(p_.tensor_at(t).shape, r_.attr({t}), p_.tensor_at(t).element_bytes, elements_[t]);
+    }
+    for (auto t : op.outputs) out.push_back(p_.tensor_at(t).shape, r_.attr({t}), p_.tensor_at(t).element_bytes, elements_[t]);
+  }
+  /// Operator i's FLOPs on a device: its rule's (rules/kit/cost_traits.hpp).
+  constexpr std::int64_t op_flops(size_t i) const {
+    local_operands in, out;
+    local_operands_of(i, in, out);
+    return p_.op_at(i).flops(in, out);
+  }
+  constexpr void count_flops(size_t i) {
+    const std::int64_t f = saturating_product(op_flops(i), runs(i));
+    auto& total = out_.flops[static_cast<size_t>(p_.op_at(i).phase)];
+    total = saturating_sum(total, f);
+    if (recomputed(i)) out_.recompute_flops = saturating_sum(out_.recompute_flops, f);
+    if (auto* part = part_of(i)) {
+      auto& into = p_.op_at(i).phase == phase::optimizer ? part->optimizer_flops : part->flops;
+      into = saturating_sum(into, recomputed(i) ? saturating_product(2, f) : f);
+    }
+  }
+};
+
+}  // namespace ctspmd::model::detail
+
+#endif
