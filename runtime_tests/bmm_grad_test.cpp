@@ -11,16 +11,17 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace bmm_grad_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::bmm_grad;
 
-namespace {
 const process_mesh m3({2, 2, 2});
 const process_mesh m2({2, 4});
 dist_tensor_spec co(const process_mesh& m, tensor_shape s, multi_dims_mapping dm) { return {s, {m, dm}}; }
 const ctspmd_test::on_mesh spec{m2};
-}  // namespace
 
 TEST_CASE("bmm_grad: Paddle's co-shard case (BmmGradInferSpmd) under phi") {
   const std::vector<dist_tensor_spec> in{co(m3, {4, 16, 8}, {{0, 1}, {2}, {}}), co(m3, {4, 8, 32}, {{0, 1}, {}, {}}),
@@ -72,3 +73,5 @@ TEST_CASE("bmm_grad: errors") {
   check_error([&] { (void)runtime::infer_forward("bmm_grad", std::vector<dist_tensor_spec>{x, y, g}, {{"trans_x", true}}); },
               inv, "trans_x");
 }
+
+}  // namespace bmm_grad_test

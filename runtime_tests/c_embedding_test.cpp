@@ -11,13 +11,14 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace c_embedding_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
-}  // namespace
 
 TEST_CASE("c_embedding: by name, vocabulary parallel") {
   const std::vector<dist_tensor_spec> in{spec({50304, 768}, {1, -1}), spec({32, 512}, {0, -1})};
@@ -78,3 +79,5 @@ TEST_CASE("c_embedding: round trip") {
   }
   CHECK(checked > 50);
 }
+
+}  // namespace c_embedding_test

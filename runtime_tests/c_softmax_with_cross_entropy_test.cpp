@@ -10,14 +10,15 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace c_softmax_with_cross_entropy_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::c_softmax_with_cross_entropy;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
-}  // namespace
 
 TEST_CASE("c_softmax_with_cross_entropy: by name") {
   const std::vector<dist_tensor_spec> in{spec({8, 512, 50304}, {0, -1, 1}), spec({8, 512, 1}, {-1, -1, -1})};
@@ -57,3 +58,5 @@ TEST_CASE("c_softmax_with_cross_entropy: round trip") {
   }
   CHECK(checked > 50);
 }
+
+}  // namespace c_softmax_with_cross_entropy_test

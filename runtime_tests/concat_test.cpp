@@ -12,15 +12,16 @@
 #include <span>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace concat_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::concat;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
-}  // namespace
 
 TEST_CASE("concat forward") {
   const auto two = concat::infer_forward({spec({4, 6}, {0, -1}), spec({4, 2}, {-1, 1})}, {.axis = 1});
@@ -191,3 +192,5 @@ TEST_CASE("concat forward -> backward round trip") {
   MESSAGE("concat round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked > 400);
 }
+
+}  // namespace concat_test

@@ -13,13 +13,14 @@
 #include "../examples/llama/llama_plan.hpp"
 #include "check_error.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace cost_test {
+
 using namespace ctspmd;
 using model::collective;
 using model::phase;
 using model::tensor_id;
 using ctspmd_test::check_error;
-
-namespace {
 
 void check_same_cost(const model::step_cost& a, const model::step_cost& b) {
   CHECK(a.memory().parameters == b.memory().parameters);
@@ -128,8 +129,6 @@ template <std::size_t T, std::size_t O, std::size_t R>
 auto coster_of(const model::plan<T, O>& step, const model::propagation<T, R>& r) {
   return std::make_unique<model::detail::coster<T, O, R>>(step, r);
 }
-
-}  // namespace
 
 TEST_CASE("a step's cost at run time is the one computed at compile time") {
   constexpr auto step = llama::make_step<3, llama::variant::sequence_parallel>();
@@ -307,3 +306,5 @@ TEST_CASE("cost errors are spmd_errors naming what is wrong") {
   check_error([&] { (void)model::training_step(p, y, {.shard_optimizer_states_on = 0, .shard_optimizer_states_also_on = 0}); },
               error_kind::invalid_argument, "the same as shard_optimizer_states_on");
 }
+
+}  // namespace cost_test

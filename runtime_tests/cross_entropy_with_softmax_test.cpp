@@ -12,15 +12,16 @@
 #include <span>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace cross_entropy_with_softmax_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using ce = rules::cross_entropy_with_softmax;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
-}  // namespace
 
 TEST_CASE("cross_entropy_with_softmax forward") {
   const auto dp = ce::infer_forward({spec({8, 16, 1000}, {0, -1, -1}), spec({8, 16, 1}, {-1, -1, -1})});
@@ -244,3 +245,5 @@ TEST_CASE("cross_entropy_with_softmax forward -> backward round trip") {
   MESSAGE("cross_entropy_with_softmax round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked > 400);
 }
+
+}  // namespace cross_entropy_with_softmax_test

@@ -12,14 +12,15 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace einsum_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::dynamic_einsum;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
-}  // namespace
 
 TEST_CASE("einsum forward and backward") {
   using proj = rules::einsum<"bsh,hd->bsd">;
@@ -100,3 +101,5 @@ TEST_CASE("einsum forward -> backward round trip") {
   MESSAGE("einsum round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked > cases / 3);
 }
+
+}  // namespace einsum_test

@@ -15,11 +15,13 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace elementwise_family_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using runtime::attribute_map;
 
-namespace {
 const process_mesh mesh({2, 2, 2});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
@@ -40,7 +42,6 @@ tensor_shape random_shape(ctspmd_test::rng& r, std::int64_t rank) {
 dist_tensor_spec random_spec(ctspmd_test::rng& r, const process_mesh& m, const tensor_shape& s) {
   return {s, {m, ctspmd_test::random_dims_mapping(r, s.size(), m.ndim())}};
 }
-}  // namespace
 
 TEST_CASE("add_n") {
   const std::vector<dist_tensor_spec> in{spec({8, 4}, {0, -1}), spec({8, 4}, {-1, 1}), partial_spec({8, 4}, {-1, -1}, 2)};
@@ -191,3 +192,5 @@ TEST_CASE("elementwise family rules: forward -> backward round trip") {
   MESSAGE(checked << " round trips checked");
   CHECK(checked > 1500);
 }
+
+}  // namespace elementwise_family_test

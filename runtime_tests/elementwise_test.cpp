@@ -12,17 +12,18 @@
 #include <span>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace elementwise_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::elementwise;
 
-namespace {
 const process_mesh mesh({2, 3});
 const process_mesh mesh3({2, 2, 2});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::on_mesh spec3{mesh3};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
-}  // namespace
 
 TEST_CASE("elementwise forward: broadcasting") {
   const auto same = elementwise::infer_forward({spec({4, 8}, {0, -1}), spec({4, 8}, {-1, 1})});
@@ -167,3 +168,5 @@ TEST_CASE("elementwise forward -> backward round trip") {
   MESSAGE("elementwise round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked > 300);
 }
+
+}  // namespace elementwise_test

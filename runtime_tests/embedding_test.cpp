@@ -10,14 +10,15 @@
 #include <span>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace embedding_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::embedding;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
-}  // namespace
 
 TEST_CASE("embedding forward") {
   const auto col = embedding::infer_forward({spec({4, 16}, {0, -1}), spec({512, 768}, {-1, 1})});
@@ -108,3 +109,5 @@ TEST_CASE("embedding forward -> backward round trip") {
   MESSAGE("embedding round trip: ", checked, " accepted cases of 400");
   CHECK(checked > 100);
 }
+
+}  // namespace embedding_test

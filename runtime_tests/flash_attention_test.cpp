@@ -12,17 +12,18 @@
 #include <array>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace flash_attention_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::flash_attention;
 using rules::flash_attention_grad;
 
-namespace {
 const process_mesh m23({2, 3});
 const process_mesh m3({2, 2, 2});
 dist_tensor_spec spec(const process_mesh& m, tensor_shape s, dims_mapping dm) { return {s, {m, dm}}; }
 dist_tensor_spec absent(const process_mesh& m) { return {{}, {m, dims_mapping{}}}; }
-}  // namespace
 
 TEST_CASE("flash_attention: Paddle's test_flash_attention_rule.py, by name") {
   const std::vector<dist_tensor_spec> in{spec(m23, {2, 512, 64, 1024}, {0, -1, 1, -1}), spec(m23, {2, 1024, 64, 1024}, {0, -1, -1, -1}),
@@ -175,3 +176,5 @@ TEST_CASE("flash_attention: round trip") {
   }
   CHECK(checked > 50);
 }
+
+}  // namespace flash_attention_test

@@ -9,15 +9,16 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace fused_linear_param_grad_add_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::fused_linear_param_grad_add;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
 dist_tensor_spec absent() { return {{}, {mesh, dims_mapping{}}}; }
-}  // namespace
 
 TEST_CASE("fused_linear_param_grad_add: by name") {
   const std::vector<dist_tensor_spec> in{spec({8, 128, 1024}, {0, 1, -1}), spec({8, 128, 4096}, {0, -1, -1}),
@@ -47,3 +48,5 @@ TEST_CASE("fused_linear_param_grad_add: errors") {
   check_error([&] { (void)fused_linear_param_grad_add::infer_backward({x, d}, {x, d}); }, error_kind::unimplemented,
               "no reverse inference");
 }
+
+}  // namespace fused_linear_param_grad_add_test

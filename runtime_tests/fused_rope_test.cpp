@@ -11,16 +11,17 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace fused_rope_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::fused_rope;
 using rules::fused_rope_grad;
 
-namespace {
 const process_mesh m3({2, 2, 2});
 dist_tensor_spec spec(const process_mesh& m, tensor_shape s, dims_mapping dm) { return {s, {m, dm}}; }
 dist_tensor_spec absent(const process_mesh& m) { return {{}, {m, dims_mapping{}}}; }
-}  // namespace
 
 TEST_CASE("fused_rope: by name, both names, sequence parallelism") {
   const std::vector<dist_tensor_spec> in{spec(m3, {4, 16, 8, 32}, {-1, 0, -1, 1}), spec(m3, {4, 16, 8, 32}, {2, -1, -1, -1}),
@@ -227,3 +228,5 @@ TEST_CASE("fused_rope: round trip") {
   }
   CHECK(checked > 100);
 }
+
+}  // namespace fused_rope_test

@@ -10,13 +10,18 @@
 #include <string>
 #include <vector>
 
+#ifdef CTSPMD_TEST_REQUESTS
+#include "requests.hpp"
+#endif
+
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace fuzz_regressions_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2});
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
-}  // namespace
 
 TEST_CASE("split: sections whose sum overflows int64 are an error, not undefined behaviour") {
   const std::vector<dist_tensor_spec> known{{{4}, mesh}};
@@ -45,7 +50,6 @@ TEST_CASE("a label that is not printable ASCII is shown as \\xNN, so a NUL does 
 }
 
 #ifdef CTSPMD_TEST_REQUESTS  // the tool's request reader is built (runtime_tests/CMakeLists.txt)
-#include "requests.hpp"
 
 TEST_CASE("ctspmd-infer: a deeply nested value in a request is an error response, not a stack overflow") {
   // The handler dumped (and for "direction" copied) the offending value, both recursive.
@@ -72,3 +76,5 @@ TEST_CASE("ctspmd-infer: a deeply nested value in a request is an error response
         R"({"error":{"kind":"invalid_argument","message":"\"direction\" must be \"forward\" or \"backward\", not [1,\"x\"]"}})");
 }
 #endif
+
+}  // namespace fuzz_regressions_test

@@ -6,6 +6,9 @@
 
 #include "check_error.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace helpers_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
@@ -105,3 +108,5 @@ TEST_CASE("sharding merge helpers") {
   CHECK(rep.dims_mapping() == dims_mapping{-1, -1});
   CHECK_FALSE(rep.is_partial());
 }
+
+}  // namespace helpers_test

@@ -11,14 +11,15 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace indexing_nd_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
 using specs = std::vector<dist_tensor_spec>;
-}  // namespace
 
 TEST_CASE("gather_nd and gather_nd_grad by name") {
   const specs in{spec({10, 20}, {0, 1}), spec({2, 4, 1}, {-1, 0, -1})};
@@ -116,3 +117,5 @@ TEST_CASE("scatter and scatter_grad by name") {
   MESSAGE("scatter round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked == cases);
 }
+
+}  // namespace indexing_nd_test

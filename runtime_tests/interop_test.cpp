@@ -12,14 +12,15 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace interop_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const named_mesh mesh({2, 4}, {"dp", "mp"});
 
 std::string message(const error_info& e) { return to_string(e); }
-}  // namespace
 
 TEST_CASE("interop: texts held in std::string convert both ways") {
   const std::string text = "[_StridedShard(dim=0, sf=4), Shard(0)]";
@@ -137,3 +138,5 @@ TEST_CASE("interop: layouts in the three languages feed the runtime rules") {
   const auto info = runtime::infer_forward("matmul", in);
   CHECK(std::string(to_sdy(mesh, info.outputs[0]).view()) == R"(#sdy.sharding<@mesh, [{"dp"}, {"mp"}]>)");
 }
+
+}  // namespace interop_test

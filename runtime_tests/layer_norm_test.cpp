@@ -12,11 +12,13 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace layer_norm_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::layer_norm;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
@@ -32,7 +34,6 @@ std::vector<dims_mapping> mappings(const dist_attrs& attrs) {
   for (const auto& a : attrs) out.push_back(a.dims_mapping());
   return out;
 }
-}  // namespace
 
 TEST_CASE("layer_norm forward") {
   const auto f1 = layer_norm::infer_forward({x, spec({128}, {-1}), spec({128}, {0})});
@@ -220,3 +221,5 @@ TEST_CASE("layer_norm forward -> backward round trip") {
   MESSAGE("layer_norm round trip: ", checked, " accepted cases of ", total, " (", rejected, " bad begin_norm_axis)");
   CHECK(checked > 350);
 }
+
+}  // namespace layer_norm_test

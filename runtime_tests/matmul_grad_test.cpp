@@ -10,16 +10,17 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace matmul_grad_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::matmul_grad;
 
-namespace {
 const process_mesh m3({2, 2, 2});
 const process_mesh m2({2, 4});
 dist_tensor_spec co(const process_mesh& m, tensor_shape s, multi_dims_mapping dm) { return {s, {m, dm}}; }
 const ctspmd_test::on_mesh spec{m2};
-}  // namespace
 
 TEST_CASE("matmul_grad: Paddle's co-shard cases under phi") {
   // matmul_co_shard_spmd_rule_test, MatmulGradInferSpmd case 1
@@ -67,3 +68,5 @@ TEST_CASE("matmul_grad: errors") {
   check_error([&] { (void)matmul_grad::infer_backward({x, y, g}, {x, y}); }, error_kind::unimplemented,
               "a grad rule has no reverse inference");
 }
+
+}  // namespace matmul_grad_test

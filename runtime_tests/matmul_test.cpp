@@ -11,14 +11,15 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace matmul_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::matmul;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
-}  // namespace
 
 TEST_CASE("matmul forward") {
   const auto k_shard = matmul::infer_forward({spec({64, 32}, {1, 0}), spec({32, 48}, {-1, -1})});
@@ -117,3 +118,5 @@ TEST_CASE("matmul forward -> backward round trip") {
   MESSAGE("matmul round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked > cases / 2);
 }
+
+}  // namespace matmul_test

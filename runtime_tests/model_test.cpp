@@ -10,6 +10,9 @@
 #include "../examples/gpt/gpt_plan.hpp"
 #include "check_error.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace model_test {
+
 using namespace ctspmd;
 using model::collective;
 using model::tensor_id;
@@ -132,7 +135,6 @@ TEST_CASE("a repeat inside a repeated block's body is refused when the plan is b
 }
 
 // ==== property: a repeated block reports what the same layers written out report =================
-namespace {
 // One generated layer: operators on an [8, 16, 32] activation, each keeping its shape.
 struct layer_spec {
   struct step {
@@ -174,7 +176,6 @@ void check_same_report(const Propagation& a, const Propagation& b) {
     CHECK(a.bytes(kind) == b.bytes(kind));
   }
 }
-}  // namespace
 
 TEST_CASE("property: repeated and written-out layers give identical reports") {
   std::mt19937 rng(20261203);
@@ -242,3 +243,5 @@ TEST_CASE("plan failures name the inputs in conflict, or the output") {
   ctspmd_test::check_error([&] { (void)model::propagate(q); }, error_kind::invalid_argument,
                            "fallback: output 0 (tensor 1) is declared with rank 2, but the rule infers rank 3");
 }
+
+}  // namespace model_test

@@ -11,14 +11,15 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace moe_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
 using specs = std::vector<dist_tensor_spec>;
-}  // namespace
 
 TEST_CASE("moe_gate_dispatch and its grad") {
   const auto f = runtime::infer_forward("moe_gate_dispatch", specs{spec({16, 32}, {0, 1}), spec({16, 8}, {0, -1})},
@@ -107,3 +108,5 @@ TEST_CASE("moe forward -> backward round trip") {
   CHECK(dispatch == cases);
   CHECK(combine > cases / 4);
 }
+
+}  // namespace moe_test

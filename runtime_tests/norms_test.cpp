@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace norms_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2, 2, 2});
 const ctspmd_test::on_mesh spec{mesh};
 std::vector<std::string> strings(const dist_attrs& attrs) {
@@ -25,7 +27,6 @@ std::vector<std::string> strings(const dist_attrs& attrs) {
   return out;
 }
 const dist_tensor_spec sc = spec({16}, {2});
-}  // namespace
 
 TEST_CASE("rms_norm") {
   const std::vector<dist_tensor_spec> in{spec({8, 4, 16}, {0, 1, 2}), sc};
@@ -114,3 +115,5 @@ TEST_CASE("rms_norm: forward -> backward round trip") {
   }
   CHECK(checked == 300);
 }
+
+}  // namespace norms_test

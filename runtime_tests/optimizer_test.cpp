@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace optimizer_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
 const dist_tensor_spec absent = spec({}, {});
@@ -24,7 +26,6 @@ const dist_tensor_spec scalar = spec({1}, {-1});
 std::vector<dist_tensor_spec> adam_in(dims_mapping p, dims_mapping g, dims_mapping m1, dims_mapping m2) {
   return {spec({8, 16}, p), spec({8, 16}, g), scalar, spec({8, 16}, m1), spec({8, 16}, m2), absent, scalar, scalar};
 }
-}  // namespace
 
 TEST_CASE("adam / adamw forward and backward") {
   const auto agree = runtime::infer_forward("adam", adam_in({0, 1}, {0, 1}, {0, 1}, {0, 1}));
@@ -140,3 +141,5 @@ TEST_CASE("optimizer and default_data_parallel forward -> backward round trip") 
   CHECK(sgd_checked > cases / 4);
   CHECK(dp_checked > cases / 4);
 }
+
+}  // namespace optimizer_test

@@ -14,6 +14,9 @@
 #include "check_error.hpp"
 #include "roundtrip.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace output_shapes_test {
+
 using namespace ctspmd;
 using model::tensor_id;
 
@@ -46,8 +49,6 @@ TEST_CASE("a plan built at run time with a wrong output shape throws at that ope
       error_kind::invalid_argument,
       "split: operator 0: output 1 is declared with a size at dim 1 other than the size 6 the rule derives");
 }
-
-namespace {
 
 using ctspmd_test::rng;
 
@@ -201,8 +202,6 @@ std::vector<coverage> check_all(rules::rule_list<R...>, const process_mesh& mesh
   return all;
 }
 
-}  // namespace
-
 TEST_CASE("output_shapes: the derived shapes have the ranks forward inference gives") {
   const auto all = check_all(rules::registered_rules{}, process_mesh({2, 2}));
   CHECK(all.size() >= 100);
@@ -211,3 +210,5 @@ TEST_CASE("output_shapes: the derived shapes have the ranks forward inference gi
     if (c.accepted == 0) uncovered += std::string(c.name) + " ";
   CHECK_MESSAGE(uncovered.empty(), "no accepted case for: " << uncovered);
 }
+
+}  // namespace output_shapes_test

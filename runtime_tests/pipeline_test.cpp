@@ -10,10 +10,11 @@
 
 #include "check_error.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace pipeline_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
-
-namespace {
 
 constexpr process_mesh mesh({2, 2});  // [pp, dp]
 using plan_type = model::plan<24, 12>;
@@ -30,8 +31,6 @@ constexpr auto make_step(std::size_t layers, std::int64_t batch_on = 1) {
   });
   return model::training_step(p, out);
 }
-
-}  // namespace
 
 TEST_CASE("pipeline: the same report at run time as at compile time") {
   constexpr auto step = make_step(4);
@@ -196,3 +195,5 @@ TEST_CASE("pipeline: errors name what is wrong") {
               error_kind::invalid_argument,
               "the loss does not depend on block 0's output: the step has no backward pass of the layers to split");
 }
+
+}  // namespace pipeline_test

@@ -13,16 +13,17 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace reduction_grad_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
 using specs = std::vector<dist_tensor_spec>;
 using axes = std::vector<std::int64_t>;
-}  // namespace
 
 TEST_CASE("reduction grads by name") {
   const auto x = spec({8, 16, 32}, {0, -1, 1});
@@ -130,3 +131,5 @@ TEST_CASE("logsumexp_grad and p_norm_grad by name") {
   check_error([&] { (void)runtime::infer_forward("logsumexp_grad", specs{x, x}); }, error_kind::invalid_argument,
               "logsumexp_grad: expects 3 inputs, got 2");
 }
+
+}  // namespace reduction_grad_test

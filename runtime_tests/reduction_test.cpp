@@ -14,12 +14,14 @@
 #include <type_traits>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace reduction_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::reduction;
 using rules::reduction_with;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
@@ -29,7 +31,6 @@ template <reduce_type R>
 reduce_type default_partial() {
   return reduction_with<R>::infer_forward({x}, {.axis = {0}}).outputs[0].partial_reduce_type(0);
 }
-}  // namespace
 
 TEST_CASE("reduction forward") {
   const auto sum1 = reduction::infer_forward({x}, {.axis = {1}});
@@ -230,3 +231,5 @@ TEST_CASE("frobenius_norm") {
   check_error([] { (void)frobenius_norm::infer_forward({x}, {.axis = {3}}); }, error_kind::invalid_argument,
               "frobenius_norm: reduction axis 3 is out of range for x of rank 3");
 }
+
+}  // namespace reduction_test

@@ -12,11 +12,13 @@
 #include <span>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace replicated_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::replicated;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
 dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t partial_dim) {
@@ -25,7 +27,6 @@ dist_tensor_spec partial_spec(tensor_shape shape, dims_mapping dm, std::int64_t 
   a.set_batch_dim(1);
   return {shape, a};
 }
-}  // namespace
 
 TEST_CASE("replicated forward") {
   const auto fwd = replicated::infer_forward({spec({4, 8}, {0, 1}), partial_spec({3}, {-1}, 0), spec({}, {})});
@@ -87,3 +88,5 @@ TEST_CASE("replicated forward -> backward round trip") {
   MESSAGE("replicated round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked == cases);  // forward accepts every non-empty input list
 }
+
+}  // namespace replicated_test

@@ -15,13 +15,15 @@
 #include <span>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace reshape_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::reshape;
 using dt = ctspmd::dim_trans;
 using shape_attr = static_vector<std::int64_t, max_rank>;
 
-namespace {
 const process_mesh mesh({2, 3});
 const process_mesh mesh234({2, 3, 4});
 const ctspmd_test::on_mesh spec{mesh};
@@ -32,7 +34,6 @@ dims_mapping fwd_in(const dist_tensor_spec& x, shape_attr shape) {
 dims_mapping fwd_out(const dist_tensor_spec& x, shape_attr shape) {
   return reshape::infer_forward({x}, {.shape = shape}).outputs[0].dims_mapping();
 }
-}  // namespace
 
 TEST_CASE("reshape target shape") {
   CHECK(reshape::infer_target_shape({2, 3, 4}, {0, -1}) == tensor_shape{2, 12});
@@ -210,7 +211,6 @@ TEST_CASE("reshape errors") {
 }
 
 // ---- round trip ------------------------------------------------------------------------------------------
-namespace {
 struct generated {
   tensor_shape source;
   shape_attr attr;
@@ -281,7 +281,6 @@ bool check_weak_roundtrip(const dist_tensor_spec& x, const tensor_shape& out_sha
   for (std::size_t d = 0; d < fo.size(); ++d) CHECK((ao[d] == fo[d] || ao[d] == -1));
   return ao == fo;
 }
-}  // namespace
 
 TEST_CASE("reshape forward -> backward round trip") {
   ctspmd_test::rng r(12);
@@ -330,3 +329,5 @@ TEST_CASE("reshape forward -> backward round trip") {
   CHECK(sharded_out > 300);
   CHECK(uneven_exact < uneven);  // the documented loss does occur
 }
+
+}  // namespace reshape_test

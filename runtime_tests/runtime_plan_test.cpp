@@ -7,15 +7,16 @@
 
 #include "check_error.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace runtime_plan_test {
+
 using namespace ctspmd;
 
-namespace {
 bool same_operator(const model::operator_info& a, const model::operator_info& b) {
   return a.rule == b.rule && a.label == b.label && a.inputs == b.inputs && a.outputs == b.outputs &&
          a.forward == b.forward && a.backward == b.backward && a.grad == b.grad && a.phase == b.phase &&
          a.recomputable == b.recomputable && runtime::operator_attributes(a) == runtime::operator_attributes(b);
 }
-}  // namespace
 
 TEST_CASE("add_operator: the typed API's operator, by name") {
   auto typed = std::make_unique<runtime::plan>(process_mesh({2, 4}));
@@ -57,3 +58,5 @@ TEST_CASE("add_operator: unknown names, bad attributes and the plan's checks are
   ctspmd_test::check_error([&] { runtime::add_operator(*p, "relu", in, out); }, error_kind::invalid_argument, "size 5 at dim 1");
   CHECK(p->op_count() == 0);
 }
+
+}  // namespace runtime_plan_test

@@ -11,15 +11,16 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace runtime_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using runtime::attribute_map;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
 const std::vector<dist_tensor_spec> mm_in{spec({64, 32}, {1, 0}), spec({32, 48}, {-1, -1})};
-}  // namespace
 
 TEST_CASE("the by-name table holds every registry name, sorted") {
   CHECK(runtime::rule_table.size() == rules::registry.size());
@@ -132,3 +133,5 @@ TEST_CASE("a by-name call takes the semantics") {
   CHECK(runtime::infer_backward("matmul", in, out, {}, semantics::phi) ==
         rules::matmul::infer_backward(in, out, {}, semantics::phi));
 }
+
+}  // namespace runtime_test

@@ -12,14 +12,15 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace scans_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
 using specs = std::vector<dist_tensor_spec>;
-}  // namespace
 
 TEST_CASE("scans and selections by name") {
   const specs x{spec({64, 32, 48}, {0, 1, -1})};
@@ -133,3 +134,5 @@ TEST_CASE("gather, index_select, one_hot by name") {
   MESSAGE("gather round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked > cases / 4);
 }
+
+}  // namespace scans_test

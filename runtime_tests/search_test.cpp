@@ -14,10 +14,11 @@
 #include "../examples/search/search_plans.hpp"
 #include "check_error.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace search_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
-
-namespace {
 
 using search_plans::mlp;
 using search_plans::slow_fast;
@@ -40,8 +41,6 @@ double step_seconds(const dims_mapping& lx, const dims_mapping& l1, const dims_m
   if (!r->ok()) return -1;
   return model::cost(*step, *r, slow_fast()).step_seconds();
 }
-
-}  // namespace
 
 TEST_CASE("search: Alpa's MLP gets data parallelism on the slow mesh dim and tensor parallelism on the fast one") {
   const auto p = std::make_unique<plan_type>(mlp());
@@ -135,7 +134,6 @@ TEST_CASE("search: a memory limit the best plan exceeds makes the search shard t
   check_error([&] { (void)none.best(); }, error_kind::not_found, "exceeded the memory limit");
 }
 
-namespace {
 using big_plan = search_plans::llama_plan_type;
 constexpr const process_mesh& dp_mp = search_plans::llama_mesh;
 /// Llama-3-8B's decoder layers (search_plans.hpp), on the heap.
@@ -145,7 +143,6 @@ struct llama_layer {
   explicit llama_layer(std::size_t layers) : p(std::make_unique<big_plan>(search_plans::llama(layers))) {}
   model::tensor_id param(std::string_view name) const { return search_plans::input(*p, name); }
 };
-}  // namespace
 
 TEST_CASE("search: an unannotated Llama-3-8B layer gets Megatron's column/row split (2 all-reduces a layer forward)") {
   constexpr std::size_t layers = 4;
@@ -462,3 +459,5 @@ TEST_CASE("search: bad input is an spmd_error naming it") {
                      applied->tensor_at(w2.index).annotation.dims_mapping()) ==
         doctest::Approx(found.best().step_seconds()).epsilon(1e-12));
 }
+
+}  // namespace search_test

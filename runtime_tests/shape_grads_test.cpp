@@ -10,19 +10,20 @@
 
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace shape_grads_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using ints = std::vector<std::int64_t>;
 using V = std::vector<dist_tensor_spec>;
 
-namespace {
 const process_mesh mesh({2, 4});
 const process_mesh m22({2, 2});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial{mesh};
 const auto inv = error_kind::invalid_argument;
 const auto unimpl = error_kind::unimplemented;
-}  // namespace
 
 // ==== slice_grad / strided_slice_grad ===============================================================
 
@@ -195,3 +196,5 @@ TEST_CASE("concat_grad") {
               inv, "axis 2 is out of range for inputs of rank 2");
   check_error([&] { (void)runtime::infer_forward("concat_grad", V{x0}); }, inv, "concat_grad: expects at least 2 inputs, got 1");
 }
+
+}  // namespace shape_grads_test

@@ -17,12 +17,14 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace shape_rules_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using ints = std::vector<std::int64_t>;
 using V = std::vector<dist_tensor_spec>;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
 const auto inv = error_kind::invalid_argument;
@@ -59,7 +61,6 @@ tensor_shape random_shape(ctspmd_test::rng& r, std::int64_t rank, int one_in = 0
 dist_tensor_spec random_spec(ctspmd_test::rng& r, const process_mesh& m, const tensor_shape& s) {
   return {s, {m, ctspmd_test::random_dims_mapping(r, s.size(), m.ndim())}};
 }
-}  // namespace
 
 // ==== squeeze / unsqueeze ===========================================================================
 
@@ -391,3 +392,5 @@ TEST_CASE("strided_slice forward -> backward round trip") {
   });
   CHECK(n == 300);
 }
+
+}  // namespace shape_rules_test

@@ -13,16 +13,17 @@
 #include <string>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace softmax_cross_entropy_grads_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 
-namespace {
 const process_mesh mesh({2, 4});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
 using specs = std::vector<dist_tensor_spec>;
 using ints = std::vector<std::int64_t>;
-}  // namespace
 
 TEST_CASE("softmax_grad and log_softmax_grad by name") {
   for (const char* op : {"softmax_grad", "log_softmax_grad"}) {
@@ -199,3 +200,5 @@ TEST_CASE("c_softmax_with_cross_entropy_grad by name") {
   check_error([&] { (void)runtime::infer_backward("c_softmax_with_cross_entropy_grad", in, specs{in[0]}); },
               error_kind::unimplemented, "c_softmax_with_cross_entropy_grad: a grad rule has no reverse inference");
 }
+
+}  // namespace softmax_cross_entropy_grads_test

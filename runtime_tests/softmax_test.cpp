@@ -12,15 +12,16 @@
 #include <span>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace softmax_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::softmax;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
-}  // namespace
 
 TEST_CASE("softmax forward") {
   const auto keep = softmax::infer_forward({spec({4, 16, 32}, {0, 1, -1})});
@@ -97,3 +98,5 @@ TEST_CASE("softmax forward -> backward round trip") {
   MESSAGE("softmax round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked == cases);  // every valid axis is accepted
 }
+
+}  // namespace softmax_test

@@ -12,14 +12,15 @@
 #include <span>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace split_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::split;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
-}  // namespace
 
 TEST_CASE("split forward") {
   const auto by_num = split::infer_forward({spec({6, 8}, {0, 1})}, {.num = 2, .axis = 1});
@@ -205,3 +206,5 @@ TEST_CASE("split forward -> backward round trip") {
   MESSAGE("split round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked > 500);
 }
+
+}  // namespace split_test

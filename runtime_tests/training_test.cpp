@@ -9,12 +9,14 @@
 #include "../examples/mixtral/mixtral_plan.hpp"
 #include "check_error.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace training_test {
+
 using namespace ctspmd;
 using model::collective;
 using model::phase;
 using ctspmd_test::check_error;
 
-namespace {
 template <class A, class B>
 void check_same_report(const A& a, const B& b) {
   REQUIRE(a.reshard_entries() == b.reshard_entries());
@@ -30,7 +32,6 @@ void check_same_report(const A& a, const B& b) {
     CHECK(x.to == y.to);
   }
 }
-}  // namespace
 
 TEST_CASE("a training step derived at run time propagates as at compile time") {
   constexpr auto at_compile_time = model::verified<llama::make_step<4, llama::variant::sequence_parallel>>();
@@ -72,3 +73,5 @@ TEST_CASE("training step errors are spmd_errors naming what is wrong") {
   check_error([&] { (void)model::training_step(p, z); }, error_kind::invalid_argument, "has no grad recipe");
   check_error([&] { (void)model::training_step(p, {42}); }, error_kind::invalid_argument, "the loss (tensor 42)");
 }
+
+}  // namespace training_test

@@ -13,15 +13,16 @@
 #include <utility>
 #include <vector>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace transpose_test {
+
 using namespace ctspmd;
 using ctspmd_test::check_error;
 using rules::transpose;
 
-namespace {
 const process_mesh mesh({2, 3});
 const ctspmd_test::on_mesh spec{mesh};
 const ctspmd_test::partial_on_mesh partial_spec{mesh};
-}  // namespace
 
 TEST_CASE("transpose forward") {
   const auto x = spec({2, 4, 8}, {0, -1, 1});
@@ -106,3 +107,5 @@ TEST_CASE("transpose forward -> backward round trip") {
   MESSAGE("transpose round trip: ", checked, " accepted cases of ", cases);
   CHECK(checked == cases);  // every permutation is accepted
 }
+
+}  // namespace transpose_test

@@ -5,10 +5,11 @@
 #include "harness.hpp"
 #include "ops_attention_contraction.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_attention_contraction_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 /// matmul's labels (as contraction_test.cpp), each operand in its stored order.
 struct mm_labels {
@@ -22,8 +23,6 @@ mm_labels label_mm(std::size_t rx, std::size_t ry, bool tx, bool ty) {
   return {rx == 1 ? "k" : xb + (tx ? "km" : "mk"), ry == 1 ? "k" : yb + (ty ? "nk" : "kn"),
           batch + (rx > 1 ? "m" : "") + (ry > 1 ? "n" : "")};
 }
-
-}  // namespace
 
 TEST_CASE("oracle: matmul_grad") {
   rule_stats st{"matmul_grad"};
@@ -67,8 +66,6 @@ TEST_CASE("oracle: matmul_grad") {
   st.report();
 }
 
-namespace {
-
 /// A 0-d tensor and its spec: an absent optional input.
 ctspmd::dist_tensor_spec absent_spec(const process_mesh& mesh) { return {{}, {mesh, ctspmd::dims_mapping{}}}; }
 
@@ -94,8 +91,6 @@ attention_shapes attention_sizes(const process_mesh& mesh, const std::vector<lay
 std::int64_t query_offset(const ctspmd::spmd_info& info, const shape_t& c, const tensor& local_q) {
   return block_on(info.inputs[0], 1, c).index * local_q.shape.at(1);
 }
-
-}  // namespace
 
 TEST_CASE("oracle: flash_attention") {
   rule_stats st{"flash_attention"};
@@ -189,8 +184,6 @@ TEST_CASE("oracle: flash_attention_grad") {
   st.report();
 }
 
-namespace {
-
 /// Ids in [0, rows), the padding row among them now and then.
 tensor ids_in(const shape_t& s, std::int64_t rows, std::int64_t padding_idx, rng& g) {
   tensor t(s);
@@ -205,8 +198,6 @@ std::int64_t row_offset(const ctspmd::tensor_dist_attr& attr, const shape_t& c, 
   const auto block = block_on(attr, 0, c);
   return block.count == 1 ? -1 : block.index * local_rows;
 }
-
-}  // namespace
 
 TEST_CASE("oracle: c_embedding") {
   rule_stats st{"c_embedding"};
@@ -242,8 +233,6 @@ TEST_CASE("oracle: c_embedding") {
   st.report();
 }
 
-namespace {
-
 /// embedding_grad and c_embedding_grad: weight gradients from ids and out_grad, on layouts of
 /// x, the weight and out_grad. `weight_first`: c_embedding_grad's operand order.
 template <class Rule>
@@ -278,8 +267,6 @@ void check_embedding_grad(rule_stats& st, bool weight_first, rng& g) {
       }
   }
 }
-
-}  // namespace
 
 TEST_CASE("oracle: embedding_grad") {
   rule_stats st{"embedding_grad"};
@@ -333,8 +320,6 @@ TEST_CASE("oracle: fused_linear_param_grad_add") {
   }
   st.report();
 }
-
-namespace {
 
 /// c_softmax_with_cross_entropy's kernel, with its collectives: the devices that hold the slices
 /// of one row (they differ only on the vocabulary's mesh dims) reduce the row's maximum, the sum
@@ -398,8 +383,6 @@ mesh_kernel c_softmax_kernel(std::int64_t ignore_index) {
   };
 }
 
-}  // namespace
-
 TEST_CASE("oracle: c_softmax_with_cross_entropy") {
   rule_stats st{"c_softmax_with_cross_entropy"};
   rng g(0x63736d6365ULL);
@@ -441,3 +424,5 @@ TEST_CASE("oracle: c_softmax_with_cross_entropy") {
   }
   st.report();
 }
+
+}  // namespace oracle_attention_contraction_test

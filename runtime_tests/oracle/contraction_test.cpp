@@ -3,13 +3,14 @@
 // contracted axis that is sharded leaves each device a partial sum.
 #include "harness.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_contraction_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
 using ctspmd::rules::dynamic_einsum;
 using ctspmd::rules::embedding;
 using ctspmd::rules::matmul;
-
-namespace {
 
 const std::string batch_letters = "abcd";
 
@@ -44,8 +45,6 @@ mesh_kernel matmul_kernel(bool tx, bool ty) {
     return std::vector<tensor>{ops::matmul(in[0], in[1], tx, ty)};
   });
 }
-
-}  // namespace
 
 TEST_CASE("oracle: matmul") {
   rule_stats st{"matmul"};
@@ -119,8 +118,6 @@ TEST_CASE("oracle: bmm") {
   st.report();
 }
 
-namespace {
-
 /// Einsum notations the oracle runs: contractions, transposition, full reduction, outer
 /// product, three operands, and size-1 ('1') dims.
 const std::vector<std::string> notations = {
@@ -181,8 +178,6 @@ void check_einsum(rule_stats& st, const std::string& notation, const typename Ru
   }
 }
 
-}  // namespace
-
 TEST_CASE("oracle: einsum") {
   rng g(0x65696e73756dULL);
   rule_stats dynamic{"einsum (dynamic_einsum)"};
@@ -196,8 +191,6 @@ TEST_CASE("oracle: einsum") {
   check_einsum<ctspmd::rules::einsum<"i1j,jk->ik">>(fixed, "i1j,jk->ik", {}, g, 24);
   fixed.report();
 }
-
-namespace {
 
 /// The embedding's local variant: a device whose table rows are sharded holds its block of
 /// `rows` rows (block b of the row dim: rows [b * rows, (b + 1) * rows)); it looks up only
@@ -218,8 +211,6 @@ tensor random_ids(const shape_t& s, std::int64_t rows, std::int64_t padding_idx,
     v = static_cast<double>(padding_idx >= 0 && g.one_in(4) ? padding_idx : g.uniform(0, rows - 1));
   return t;
 }
-
-}  // namespace
 
 TEST_CASE("oracle: embedding") {
   rule_stats st{"embedding"};
@@ -259,3 +250,5 @@ TEST_CASE("oracle: embedding") {
   }
   st.report();
 }
+
+}  // namespace oracle_contraction_test

@@ -8,11 +8,12 @@
 #include <cmath>
 #include <limits>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_cross_entropy_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
 using rule = ctspmd::rules::cross_entropy_with_softmax;
-
-namespace {
 
 /// c_softmax_with_cross_entropy across the devices that differ only on the mesh dims that split
 /// the (last) class axis: all-reduce max of the logits, all-reduce sum of their exponentials,
@@ -101,8 +102,6 @@ std::vector<tensor> cross_entropy_inputs(const shape_t& xs, const shape_t& ls, c
   return {x, label};
 }
 
-}  // namespace
-
 TEST_CASE("oracle: cross_entropy_with_softmax") {
   rule_stats st{"cross_entropy_with_softmax"};
   rng g(0x63726f7373ULL);
@@ -160,3 +159,5 @@ TEST_CASE("oracle: cross_entropy_with_softmax") {
   }
   st.report();
 }
+
+}  // namespace oracle_cross_entropy_test

@@ -11,10 +11,11 @@
 
 #include <cmath>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_elementwise_norms_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::string letters = "abcd";
 const std::vector<reduce_type> sum_max = {reduce_type::sum, reduce_type::max};
@@ -51,8 +52,6 @@ std::string with_ones(std::string labels, rng& g) {
     if (g.one_in(4)) c = '1';
   return labels;
 }
-
-}  // namespace
 
 TEST_CASE("oracle: scale, pow, dropout") {
   rule_stats scale_st{"scale"}, pow_st{"pow"}, drop_st{"dropout"};
@@ -207,8 +206,6 @@ TEST_CASE("oracle: where") {
   st.report();
 }
 
-namespace {
-
 /// Forward cases of a grad rule `Rule` whose inputs are labelled `labels` (the last one
 /// out_grad's), with values from `values` and gradients from `f`.
 template <class Rule>
@@ -226,8 +223,6 @@ void grad_cases(rule_stats& st, const process_mesh& mesh, const std::vector<std:
     check_forward<Rule>(st, make_specs(mesh, shapes, ls), attrs, make_case(values(shapes), f, what + " " + mesh_string(mesh)), g);
   }
 }
-
-}  // namespace
 
 TEST_CASE("oracle: elementwise grads") {
   using ctspmd::rules::elementwise_binary_grad;
@@ -393,3 +388,5 @@ TEST_CASE("oracle: rms_norm_grad and layer_norm_grad") {
   rms_st.report();
   ln_st.report();
 }
+
+}  // namespace oracle_elementwise_norms_test

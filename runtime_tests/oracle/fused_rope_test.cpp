@@ -8,10 +8,11 @@
 #include "harness.hpp"
 #include "ops_rope.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_fused_rope_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 ctspmd::dist_tensor_spec absent_spec(const process_mesh& mesh) { return {{}, {mesh, ctspmd::dims_mapping{}}}; }
 
@@ -86,8 +87,6 @@ std::vector<ctspmd::dist_tensor_spec> rope_specs(const process_mesh& mesh, const
 }
 
 ops::rope_options options_of(const rope_variant& v) { return {v.neox, v.time_major, 10000.0}; }
-
-}  // namespace
 
 TEST_CASE("oracle: rope reference (the gradient is the rotation's transpose)") {
   rng g(0x726f7065ULL);
@@ -175,3 +174,5 @@ TEST_CASE("oracle: fused_rope_grad") {
   }
   st.report();
 }
+
+}  // namespace oracle_fused_rope_test

@@ -8,10 +8,11 @@
 #include "harness.hpp"
 #include "ops_gather_nd_scatter.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_gather_nd_scatter_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::vector<reduce_type> sum_max = {reduce_type::sum, reduce_type::max};
 
@@ -36,8 +37,6 @@ tensor row_indices(std::int64_t n, std::int64_t rows, bool distinct, rng& g) {
     t.data[to_size(i)] = static_cast<double>(distinct ? all[to_size(i)] : g.uniform(0, rows - 1));
   return t;
 }
-
-}  // namespace
 
 TEST_CASE("oracle: gather_nd and gather_nd_grad") {
   rng g(0x67617468ULL + 0xf);
@@ -148,3 +147,5 @@ TEST_CASE("oracle: scatter and scatter_grad") {
   st.report();
   gst.report();
 }
+
+}  // namespace oracle_gather_nd_scatter_test

@@ -5,10 +5,11 @@
 #include "harness.hpp"
 #include "ops_moe.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_moe_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::vector<reduce_type> sum_max = {reduce_type::sum, reduce_type::max};
 
@@ -54,8 +55,6 @@ std::vector<std::optional<tensor>> by_blocks(std::int64_t blocks, const std::vec
   }
   return out;
 }
-
-}  // namespace
 
 TEST_CASE("oracle: moe_gate_dispatch") {
   rule_stats st{"moe_gate_dispatch"};
@@ -210,3 +209,5 @@ TEST_CASE("oracle: moe_combine, moe_combine_grad") {
   st.report();
   gst.report();
 }
+
+}  // namespace oracle_moe_test

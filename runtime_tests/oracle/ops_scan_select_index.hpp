@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ops.hpp"
+#include "ops_reduction_softmax_grads.hpp"  // logsumexp
 #include "tensor.hpp"
 
 namespace ctspmd_oracle::ops {
@@ -141,15 +142,6 @@ inline tensor topk_grad(const tensor& x, const tensor& indices, const tensor& ou
 
 /// The number of elements, as a 0-D tensor.
 inline tensor numel_of(const tensor& x) { return tensor(shape_t{}, static_cast<double>(x.size())); }
-
-/// log(sum(exp(x))) over `axis` (empty: every dim).
-inline tensor logsumexp(const tensor& x, const std::vector<std::int64_t>& axis, bool keepdim) {
-  tensor e = x;
-  for (auto& v : e.data) v = std::exp(v);
-  tensor s = reduce(e, axis, keepdim, reduce_kind::sum);
-  for (auto& v : s.data) v = std::log(v);
-  return s;
-}
 
 /// The p-norm over `axis` (asvector: over every dim).
 inline tensor p_norm(const tensor& x, double p, std::int64_t axis, bool keepdim, bool asvector) {

@@ -5,10 +5,11 @@
 #include "harness.hpp"
 #include "ops_optimizer_data_parallel.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_optimizer_data_parallel_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::string letters = "abcd";
 const std::vector<reduce_type> sum_max = {reduce_type::sum, reduce_type::max};
@@ -88,8 +89,6 @@ void check_adam(const std::string& name, bool adamw, rng& g) {
   }
   st.report();
 }
-
-}  // namespace
 
 TEST_CASE("oracle: adam, adamw") {
   rng g(0x6164616dULL);
@@ -177,3 +176,5 @@ TEST_CASE("oracle: default_data_parallel") {
   }
   st.report();
 }
+
+}  // namespace oracle_optimizer_data_parallel_test

@@ -5,10 +5,11 @@
 
 #include <cmath>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_pointwise_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::string letters = "abcd";
 
@@ -45,8 +46,6 @@ mesh_kernel kernel_of(std::function<tensor(const std::vector<tensor>&)> f) {
     return std::vector<tensor>{f(in)};
   });
 }
-
-}  // namespace
 
 TEST_CASE("oracle: elementwise") {
   rule_stats st{"elementwise"};
@@ -181,8 +180,6 @@ TEST_CASE("oracle: transpose") {
   st.report();
 }
 
-namespace {
-
 /// softmax (`log = false`) or log_softmax through `Rule`, the rule registered for that name.
 template <class Rule>
 void check_softmax(rule_stats& st, bool log, rng& g) {
@@ -218,8 +215,6 @@ void check_softmax(rule_stats& st, bool log, rng& g) {
     }
   }
 }
-
-}  // namespace
 
 TEST_CASE("oracle: softmax") {
   rng g(0x736f66746d6178ULL);
@@ -260,3 +255,5 @@ TEST_CASE("oracle: replicated") {
   }
   st.report();
 }
+
+}  // namespace oracle_pointwise_test

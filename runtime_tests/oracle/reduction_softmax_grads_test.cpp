@@ -15,10 +15,11 @@
 #include "harness.hpp"
 #include "ops_reduction_softmax_grads.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_reduction_softmax_grads_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::vector<reduce_type> sum_max = {reduce_type::sum, reduce_type::max};
 const std::string letters = "abcd";
@@ -120,8 +121,6 @@ void check_reduction_grad(const reduction_grad_op& op, rng& g) {
   }
   st.report();
 }
-
-}  // namespace
 
 TEST_CASE("oracle: reduction grads") {
   using ctspmd::rules::reduction_grad;
@@ -254,8 +253,6 @@ TEST_CASE("oracle: transpose_grad") {
   st.report();
 }
 
-namespace {
-
 /// Hard labels (class indices in [0, classes), `ignore_index` now and then) of `shape`.
 tensor hard_labels(const shape_t& shape, std::int64_t classes, std::int64_t ignore_index, rng& g) {
   tensor t(shape);
@@ -278,8 +275,6 @@ mesh_kernel ce_grad_kernel(std::size_t label_in, std::size_t s, std::size_t loss
                                                        ignore_index, b.index * in[s].shape[a])};
   });
 }
-
-}  // namespace
 
 TEST_CASE("oracle: cross_entropy_with_softmax_grad") {
   rule_stats st{"cross_entropy_with_softmax_grad"};
@@ -343,3 +338,5 @@ TEST_CASE("oracle: c_softmax_with_cross_entropy_grad") {
   }
   st.report();
 }
+
+}  // namespace oracle_reduction_softmax_grads_test

@@ -4,10 +4,11 @@
 // partial results that the recorded reduce type must combine into the true value.
 #include "harness.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_reduction_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::string letters = "abcd";
 
@@ -85,8 +86,6 @@ void check_reduction(const std::string& name, ops::reduce_kind kind, rng& g) {
   }
   st.report();
 }
-
-}  // namespace
 
 TEST_CASE("oracle: reduction") {
   using ctspmd::rules::rule_for;
@@ -179,3 +178,5 @@ TEST_CASE("oracle: layer_norm") {
   }
   st.report();
 }
+
+}  // namespace oracle_reduction_test

@@ -4,13 +4,14 @@
 
 #include <cmath>
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_regression_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::dims_mapping;
 using ctspmd::process_mesh;
 using ctspmd::spmd_info;
 using ctspmd::tensor_dist_attr;
-
-namespace {
 
 tensor_dist_attr attr(const process_mesh& mesh, const dims_mapping& dm, ctspmd::mesh_dims partial = {},
                       reduce_type r = reduce_type::sum) {
@@ -39,8 +40,6 @@ mesh_kernel reduce_kernel(std::vector<std::int64_t> axis, ops::reduce_kind kind)
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-}  // namespace
 
 TEST_CASE("oracle: partial parts combine to the value and are not copies of it") {
   rng g(1);
@@ -153,3 +152,5 @@ TEST_CASE("oracle: the rules assume even shards") {
   CHECK(contains(simulate(mean, {x}, {want_mean}, mean_k, g, /*even=*/false), "element 0 is 3.75, expected 3"));
   CHECK(simulate(sum, {x}, {want_sum}, sum_k, g, /*even=*/false).empty());
 }
+
+}  // namespace oracle_regression_test

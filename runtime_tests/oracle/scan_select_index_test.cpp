@@ -6,10 +6,11 @@
 #include "harness.hpp"
 #include "ops_scan_select_index.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_scan_select_index_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::string letters = "abcd";
 const std::vector<reduce_type> sum_max = {reduce_type::sum, reduce_type::max};
@@ -60,8 +61,6 @@ void unary_cases(rule_stats& st, const process_mesh& mesh, const std::string& xl
     check_backward<Rule>(st, replicated_specs(mesh, {c.values[0].shape}), make_specs(mesh, os, ls), attrs, c, g);
   }
 }
-
-}  // namespace
 
 TEST_CASE("oracle: cumsum, cumsum_grad") {
   rng g(0x63756d73ULL);
@@ -245,8 +244,6 @@ TEST_CASE("oracle: numel, logsumexp, p_norm") {
   pst.report();
 }
 
-namespace {
-
 /// gather's (or index_select's) cases and its grad's, on x of every rank 1 to 3 and axis.
 template <class Rule, class GradRule>
 void check_gather(const std::string& name, bool zero_d, rng& g) {
@@ -304,8 +301,6 @@ void check_gather(const std::string& name, bool zero_d, rng& g) {
   gst.report();
 }
 
-}  // namespace
-
 TEST_CASE("oracle: gather, index_select and their grads") {
   rng g(0x67617468ULL);
   check_gather<ctspmd::rules::gather, ctspmd::rules::gather_grad>("gather", true, g);
@@ -343,3 +338,5 @@ TEST_CASE("oracle: one_hot") {
   }
   st.report();
 }
+
+}  // namespace oracle_scan_select_index_test

@@ -13,10 +13,11 @@
 #include "ops_shape.hpp"
 #include "ops_shape_grads.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_shape_grads_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::string letters = "abcdef";
 using int_list = ctspmd::static_vector<std::int64_t, ctspmd::max_rank>;
@@ -44,8 +45,6 @@ std::vector<layout> even(std::vector<layout> ls, const std::vector<shape_t>& sha
       if (l.dm[d].empty() && g.one_in(one_in)) xs[d] = 1;
   return xs;
 }
-
-}  // namespace
 
 // ==== bmm_grad ===================================================================================
 
@@ -75,7 +74,6 @@ TEST_CASE("oracle: bmm_grad") {
 
 // ==== slice_grad / strided_slice_grad ============================================================
 
-namespace {
 struct slice_choice {
   std::vector<std::int64_t> axes, starts, ends, strides, decrease;
 };
@@ -100,7 +98,6 @@ slice_choice choose_slice(const shape_t& xs, bool strided, rng& g) {
   }
   return s;
 }
-}  // namespace
 
 template <class Rule>
 void slice_grad_cases(rule_stats& st, rng& g, bool strided) {
@@ -337,3 +334,5 @@ TEST_CASE("oracle: concat_grad") {
   }
   st.report();
 }
+
+}  // namespace oracle_shape_grads_test

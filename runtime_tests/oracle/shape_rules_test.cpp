@@ -11,10 +11,11 @@
 #include "harness.hpp"
 #include "ops_shape.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_shape_rules_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::string letters = "abcdef";
 using int_list = ctspmd::static_vector<std::int64_t, ctspmd::max_rank>;
@@ -59,8 +60,6 @@ std::vector<std::vector<layout>> one(const process_mesh& mesh, std::size_t rank,
                                      bool partial = true) {
   return layouts(mesh.ndim(), {rank}, partial ? all_reduce_types : std::vector<reduce_type>{}, budget, g);
 }
-
-}  // namespace
 
 // ==== squeeze / unsqueeze ========================================================================
 
@@ -202,7 +201,6 @@ TEST_CASE("oracle: reshape_grad (flatten_grad, reshape_grad, squeeze_grad, unsqu
 
 // ==== tile / tile_grad ===========================================================================
 
-namespace {
 std::vector<std::int64_t> random_repeats(std::size_t rank, rng& g) {
   const auto k = to_size(g.uniform(0, to_int(rank) + 2));
   std::vector<std::int64_t> r;
@@ -214,7 +212,6 @@ int_list as_list(const std::vector<std::int64_t>& v) {
   for (auto x : v) l.push_back(x);
   return l;
 }
-}  // namespace
 
 TEST_CASE("oracle: tile") {
   rule_stats st{"tile"};
@@ -407,7 +404,6 @@ TEST_CASE("oracle: unbind") {
 
 // ==== slice / strided_slice ======================================================================
 
-namespace {
 struct slice_choice {
   std::vector<std::int64_t> axes, starts, ends, strides, decrease;
 };
@@ -432,7 +428,6 @@ slice_choice choose_slice(const shape_t& xs, bool strided, rng& g) {
   }
   return s;
 }
-}  // namespace
 
 template <class Rule>
 void slice_cases(rule_stats& st, rng& g, bool strided) {
@@ -524,3 +519,5 @@ TEST_CASE("oracle: pad") {
   }
   st.report();
 }
+
+}  // namespace oracle_shape_rules_test

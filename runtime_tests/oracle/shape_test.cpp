@@ -3,10 +3,11 @@
 // inputs partial; the oracle checks each such claim with every reduce type.
 #include "harness.hpp"
 
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace oracle_shape_test {
+
 using namespace ctspmd_oracle;
 using ctspmd::process_mesh;
-
-namespace {
 
 const std::string letters = "abcd";
 
@@ -87,8 +88,6 @@ mesh_kernel reshape_kernel(shape_t target) {
   });
 }
 
-}  // namespace
-
 TEST_CASE("oracle: reshape") {
   rule_stats st{"reshape"};
   rng g(0x72657368617065ULL);
@@ -126,8 +125,6 @@ TEST_CASE("oracle: reshape") {
   st.report();
 }
 
-namespace {
-
 /// Sections adding up to `size`: 1 to 3 of them (0-sized now and then), or `num` equal ones.
 struct split_choice {
   ctspmd::rules::split::attributes attrs;
@@ -162,8 +159,6 @@ mesh_kernel split_kernel(std::vector<std::int64_t> sizes, std::int64_t axis) {
     return ops::split(in[0], sizes, axis);
   });
 }
-
-}  // namespace
 
 TEST_CASE("oracle: split") {
   rule_stats st{"split"};
@@ -372,3 +367,5 @@ TEST_CASE("oracle: stack") {
   }
   st.report();
 }
+
+}  // namespace oracle_shape_test
