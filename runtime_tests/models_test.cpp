@@ -1,0 +1,61 @@
+// The model builders at run time (include/ctspmd/models/): configs and layouts known only then,
+// the same counts as at compile time, and every bad config or layout an spmd_error naming it.
+#include <ctspmd/model/propagate.hpp>
+#include <ctspmd/models/gpt.hpp>
+#include <ctspmd/models/llama.hpp>
+
+#include <doctest/doctest.h>
+
+#include "check_error.hpp"
+
+#include <memory>
+
+// Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
+namespace models_test {
+
+using namespace ctspmd;
+using ctspmd_test::check_error;
+
+TEST_CASE("models: a Llama and a GPT built at run time count as at compile time, and propagate") {
+  auto llama = std::make_unique<models::built_model<models::llama_plan>>(
+      models::llama(models::qwen2_7b, process_mesh({2, 4}), {.dp = 0, .tp = 1, .sp = true}, {.seq = 2048}));
+  CHECK(models::parameter_count(llama->plan) == 7'615'616'512);  // 152064 is divisible by 4: no padding
+  CHECK(llama->vocab_padding == 0);
+  using propagation = decltype(model::try_propagate(llama->plan));
+  CHECK(std::make_unique<propagation>(model::try_propagate(llama->plan))->ok());
+  auto gpt = std::make_unique<models::built_model<models::gpt_plan>>(
+      models::gpt(models::gpt2, process_mesh({4}), {.tp = 0}, {.seq = 512, .micro_batch = 2}));
+  CHECK(gpt->vocab == 50688);
+  CHECK(models::parameter_count(gpt->plan) == 124'439'808 + 431 * 768);
+}
+
+TEST_CASE("models: every bad config or layout is an error naming it") {
+  const auto kind = error_kind::invalid_argument;
+  models::llama_config c = models::llama3_8b;
+  c.hidden_size = 0;
+  check_error([&] { (void)models::llama(c, process_mesh({2})); }, kind, "config field hidden_size is 0: it must be positive");
+  c = models::llama3_8b;
+  c.num_key_value_heads = 5;
+  check_error([&] { (void)models::llama(c, process_mesh({2})); }, kind,
+              "num_attention_heads (32) is not a multiple of num_key_value_heads (5)");
+  check_error([&] { (void)models::llama(models::llama3_8b, process_mesh({2, 16}), {.tp = 1}); }, kind,
+              "num_key_value_heads (8) is not divisible by mesh dim 1's size 16");
+  check_error([&] { (void)models::llama(models::llama3_8b, process_mesh({2}), {.tp = 1}); }, kind,
+              "layout tp names mesh dim 1, but the mesh has 1 dims");
+  check_error([&] { (void)models::llama(models::llama3_8b, process_mesh({2, 2}), {.dp = 1, .tp = 1}); }, kind,
+              "the layout names mesh dim 1 twice");
+  check_error([&] { (void)models::llama(models::llama3_8b, process_mesh({2}), {.dp = 0, .sp = true}); }, kind,
+              "sequence parallelism (sp) needs a tp mesh dim");
+  check_error([&] { (void)models::llama(models::llama3_8b, process_mesh({2}), {.ep = 0}); }, kind,
+              "layout ep names mesh dim 0, but the model has no experts");
+  check_error([&] { (void)models::llama(models::llama3_8b, process_mesh({2}), {}, {.seq = 0}); }, kind,
+              "seq is 0: it must be positive");
+  check_error([&] { (void)models::gpt(models::gpt2, process_mesh({2}), {}, {.seq = 2048}); }, kind,
+              "seq 2048 is longer than n_positions (1024)");
+  models::gpt_config g = models::gpt2;
+  g.n_head = 7;
+  check_error([&] { (void)models::gpt(g, process_mesh({2})); }, kind, "n_embd (768) is not a multiple of n_head (7)");
+  check_error([&] { (void)models::padded_vocab(50257, 0); }, kind, "each must be positive");
+}
+
+}  // namespace models_test
