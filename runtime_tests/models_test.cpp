@@ -3,6 +3,7 @@
 #include <ctspmd/model/propagate.hpp>
 #include <ctspmd/models/gpt.hpp>
 #include <ctspmd/models/llama.hpp>
+#include <ctspmd/models/mixtral.hpp>
 
 #include <doctest/doctest.h>
 
@@ -56,6 +57,24 @@ TEST_CASE("models: every bad config or layout is an error naming it") {
   g.n_head = 7;
   check_error([&] { (void)models::gpt(g, process_mesh({2})); }, kind, "n_embd (768) is not a multiple of n_head (7)");
   check_error([&] { (void)models::padded_vocab(50257, 0); }, kind, "each must be positive");
+  check_error([&] { (void)models::mixtral(models::mixtral_8x7b, process_mesh({2, 3}), {.dp = 0, .ep = 1}); }, kind,
+              "num_local_experts (8) is not divisible by mesh dim 1's size 3");
+  check_error([&] { (void)models::mixtral(models::mixtral_8x7b, process_mesh({2, 2}), {.tp = 0, .ep = 1, .sp = true}); },
+              kind, "sequence parallelism with experts is not built (sp)");
+  models::mixtral_config x = models::mixtral_8x7b;
+  x.num_experts_per_tok = 9;
+  check_error([&] { (void)models::mixtral(x, process_mesh({2})); }, kind,
+              "num_experts_per_tok (9) is more than num_local_experts (8)");
+  check_error([&] { (void)models::mixtral(models::mixtral_8x7b, process_mesh({2}), {}, {}, 0.0); }, kind,
+              "the capacity factor must be positive");
+}
+
+TEST_CASE("models: Mixtral at run time counts as at compile time") {
+  CHECK(models::parameters(models::mixtral_8x7b) == 46'702'792'704);
+  auto m = std::make_unique<models::built_model<models::mixtral_plan>>(
+      models::mixtral(models::mixtral_8x7b, process_mesh({2, 4}), {.dp = 0, .ep = 1}, {.seq = 1024}, 1.25));
+  using propagation = decltype(model::try_propagate(m->plan));
+  CHECK(std::make_unique<propagation>(model::try_propagate(m->plan))->ok());
 }
 
 }  // namespace models_test

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include <ctspmd/dist/process_mesh.hpp>
 #include <ctspmd/dist/tensor_dist_attr.hpp>
@@ -69,17 +70,16 @@ inline constexpr llama_config qwen2_72b{.hidden_size = 8192, .intermediate_size 
 /// The plan a Llama-family builder returns: one layer's tensors and operators, and the rest.
 using llama_plan = model::plan<84, 44>;
 
-/// The Llama-family model of config `c` on `mesh` with layout `l` and run sizes `r` (see the
-/// file comment).
-constexpr built_model<llama_plan> llama(const llama_config& c, const process_mesh& mesh, const layout& l = {},
-                                        const run_shape& r = {}) {
-  detail::check_positive(c.hidden_size, "config field hidden_size is {}: it must be positive");
-  detail::check_positive(c.intermediate_size, "config field intermediate_size is {}: it must be positive");
-  detail::check_positive(c.num_hidden_layers, "config field num_hidden_layers is {}: it must be positive");
-  detail::check_positive(c.num_attention_heads, "config field num_attention_heads is {}: it must be positive");
-  detail::check_positive(c.vocab_size, "config field vocab_size is {}: it must be positive");
-  detail::check_positive(r.seq, "seq is {}: it must be positive");
-  detail::check_positive(r.micro_batch, "micro_batch is {}: it must be positive");
+namespace detail {
+/// Checks a Llama-family config's fields and the run's sizes.
+constexpr void check_llama(const llama_config& c, const run_shape& r) {
+  check_positive(c.hidden_size, "config field hidden_size is {}: it must be positive");
+  check_positive(c.intermediate_size, "config field intermediate_size is {}: it must be positive");
+  check_positive(c.num_hidden_layers, "config field num_hidden_layers is {}: it must be positive");
+  check_positive(c.num_attention_heads, "config field num_attention_heads is {}: it must be positive");
+  check_positive(c.vocab_size, "config field vocab_size is {}: it must be positive");
+  check_positive(r.seq, "seq is {}: it must be positive");
+  check_positive(r.micro_batch, "micro_batch is {}: it must be positive");
   if (c.head_dim < 0 || (c.head_dim == 0 && c.hidden_size % c.num_attention_heads != 0))
     raise(make_error(error_kind::invalid_argument, "models",
                      "head_dim is {}, and hidden_size ({}) is not a multiple of num_attention_heads ({})", c.head_dim,
@@ -88,62 +88,83 @@ constexpr built_model<llama_plan> llama(const llama_config& c, const process_mes
     raise(make_error(error_kind::invalid_argument, "models",
                      "num_attention_heads ({}) is not a multiple of num_key_value_heads ({})", c.num_attention_heads,
                      c.num_key_value_heads));
-  detail::check_layout(mesh, l, false);
-  detail::check_divides(mesh, l.tp, c.kv_heads(), "num_key_value_heads ({}) is not divisible by mesh dim {}'s size {}");
+}
 
-  const std::int64_t on_dp = l.dp, on_mp = l.tp, on_cp = l.cp;
-  const std::int64_t hidden = c.hidden_size, heads = c.num_attention_heads, kv_heads = c.kv_heads(), head_dim = c.head_size();
-  const std::int64_t ffn = c.intermediate_size, seq = r.seq, batch = r.micro_batch * detail::size_of(mesh, on_dp);
-  const std::int64_t mp = detail::size_of(mesh, on_mp);
-  const std::int64_t vocab = padded_vocab(c.vocab_size, mp);
-  constexpr auto bf16 = model::bfloat16;
-  constexpr auto int64 = model::int64;
-  using model::tensor_id;
+/// The parts of a Llama-style decoder (embedding, attention, SwiGLU MLP, head), on plan `Plan`,
+/// laid out as `layout` asks (see the file comment). `batch_dims`: the mesh dims the batch is
+/// split over (dp; a mixture of experts also ep).
+template <class Plan>
+struct llama_decoder {
+  static constexpr auto bf16 = model::bfloat16;
+  static constexpr auto int64 = model::int64;
+  using tensor_id = model::tensor_id;
 
-  built_model<llama_plan> m{llama_plan(mesh), {}, vocab, vocab - c.vocab_size};
-  auto& p = m.plan;
-  const detail::declarer<llama_plan> d{p, l.annotated};
-  const tensor_shape act{batch, seq, hidden};
-  mesh_dims seq_inside = detail::dims_of(on_cp), seq_outside = seq_inside;  // the sequence's mesh dims inside and between the regions
-  if (l.sp) seq_outside.push_back(on_mp);
-  const tensor_dist_attr outside(mesh, {detail::dims_of(on_dp), seq_outside, mesh_dims{}});
-  const tensor_dist_attr inside(mesh, {detail::dims_of(on_dp), seq_inside, mesh_dims{}});
-  const tensor_dist_attr tokens(mesh, {detail::dims_of(on_dp), seq_inside});
+  const llama_config& c;
+  const layout& l;
+  process_mesh mesh;
+  mesh_dims batch_dims;
+  std::int64_t batch, seq, hidden, heads, kv_heads, head_dim, mp, vocab;
+  tensor_shape act;
+  mesh_dims seq_inside, seq_outside;  ///< the sequence's mesh dims inside and between the tp regions
+  tensor_dist_attr outside, inside, tokens;
+  tensor_id wte{}, sin{}, cos{}, pos{};
 
-  auto ids = p.tensor("ids", {batch, seq}, tokens, int64);
-  auto wte = d.parameter("wte", {vocab, hidden}, {on_mp, -1}, bf16);  // vocabulary-parallel embedding
-  auto emb = p.tensor("emb", act, bf16);
-  // Megatron's vocabulary-parallel embedding: each device looks up the ids in its rows (others
-  // give zeros), so the output is partial over tp.
-  p.op<"c_embedding">({wte, ids}, {emb}, {.vocab_size = vocab}, "embed");
-  auto x0 = d.tensor("x0", act, outside, bf16);
-  p.op<"assign">({emb}, {x0}, {}, "embed.reduce");
-  // Rotary tables [1, seq, 1, head_dim] and positions, the same in every layer.
-  auto sin = p.tensor("rope.sin", {1, seq, 1, head_dim}, bf16), cos = p.tensor("rope.cos", {1, seq, 1, head_dim}, bf16);
-  auto pos = on_cp >= 0 ? p.tensor("rope.no_positions", {}) : p.tensor("position_ids", {batch, seq}, tokens, int64);
+  constexpr llama_decoder(const llama_config& config, const process_mesh& m, const layout& lay, const run_shape& r,
+                          const mesh_dims& split_batch)
+      : c(config), l(lay), mesh(m), batch_dims(split_batch), batch(r.micro_batch), seq(r.seq), hidden(c.hidden_size),
+        heads(c.num_attention_heads), kv_heads(c.kv_heads()), head_dim(c.head_size()), mp(size_of(m, lay.tp)),
+        vocab(padded_vocab(c.vocab_size, mp)), seq_inside(dims_of(lay.cp)) {
+    for (auto d : batch_dims) batch *= m.dim_size(d);
+    act = {batch, seq, hidden};
+    seq_outside = seq_inside;
+    if (l.sp) seq_outside.push_back(l.tp);
+    outside = tensor_dist_attr(mesh, {batch_dims, seq_outside, mesh_dims{}});
+    inside = tensor_dist_attr(mesh, {batch_dims, seq_inside, mesh_dims{}});
+    tokens = tensor_dist_attr(mesh, {batch_dims, seq_inside});
+  }
 
-  auto out = p.repeat(static_cast<std::size_t>(c.num_hidden_layers), x0, [&](llama_plan& b, tensor_id x) {
-    const detail::declarer<llama_plan> e{b, l.annotated};
-    // ---- attention ----
+  /// The token embedding (vocabulary parallel), the rotary tables and positions: the first
+  /// layer's input.
+  constexpr tensor_id embed(Plan& p) {
+    const declarer<Plan> d{p, l.annotated};
+    auto ids = p.tensor("ids", {batch, seq}, tokens, int64);
+    wte = d.parameter("wte", {vocab, hidden}, {l.tp, -1}, bf16);
+    auto emb = p.tensor("emb", act, bf16);
+    // Megatron's vocabulary-parallel embedding: each device looks up the ids in its rows (others
+    // give zeros), so the output is partial over tp.
+    p.template op<"c_embedding">({wte, ids}, {emb}, {.vocab_size = vocab}, "embed");
+    auto x0 = d.tensor("x0", act, outside, bf16);
+    p.template op<"assign">({emb}, {x0}, {}, "embed.reduce");
+    // Rotary tables [1, seq, 1, head_dim] and positions, the same in every layer.
+    sin = p.tensor("rope.sin", {1, seq, 1, head_dim}, bf16);
+    cos = p.tensor("rope.cos", {1, seq, 1, head_dim}, bf16);
+    pos = l.cp >= 0 ? p.tensor("rope.no_positions", {}) : p.tensor("position_ids", {batch, seq}, tokens, int64);
+    return x0;
+  }
+
+  /// RMSNorm, grouped-query attention and the residual: x + attention(norm(x)).
+  constexpr tensor_id attention(Plan& b, tensor_id x) const {
+    const declarer<Plan> e{b, l.annotated};
+    const std::int64_t on_mp = l.tp;
     auto ln1_w = b.parameter("ln1.weight", {hidden}, bf16);
     auto ln1 = b.tensor("ln1", act, bf16), ln1_invvar = b.tensor("ln1.invvar", {batch, seq});
-    b.op<"rms_norm">({x, ln1_w}, {ln1, ln1_invvar}, {}, "ln1");
+    b.template op<"rms_norm">({x, ln1_w}, {ln1, ln1_invvar}, {}, "ln1");
     auto h = e.tensor("attn.in", act, inside, bf16);
-    b.op<"assign">({ln1}, {h}, {}, "attn.gather");
+    b.template op<"assign">({ln1}, {h}, {}, "attn.gather");
     auto wq = e.parameter("wq", {hidden, heads * head_dim}, {-1, on_mp}, bf16);  // column parallel
     auto wk = e.parameter("wk", {hidden, kv_heads * head_dim}, {-1, on_mp}, bf16);
     auto wv = e.parameter("wv", {hidden, kv_heads * head_dim}, {-1, on_mp}, bf16);
     auto q = b.tensor("q", {batch, seq, heads * head_dim}, bf16);
     auto k = b.tensor("k", {batch, seq, kv_heads * head_dim}, bf16);
     auto v = b.tensor("v", {batch, seq, kv_heads * head_dim}, bf16);
-    b.op<"matmul">({h, wq}, {q}, {}, "attn.q");
-    b.op<"matmul">({h, wk}, {k}, {}, "attn.k");
-    b.op<"matmul">({h, wv}, {v}, {}, "attn.v");
+    b.template op<"matmul">({h, wq}, {q}, {}, "attn.q");
+    b.template op<"matmul">({h, wk}, {k}, {}, "attn.k");
+    b.template op<"matmul">({h, wv}, {v}, {}, "attn.v");
     if (c.qkv_bias) {  // Qwen2: biases on q, k and v, split as their columns
       const auto bias = [&](std::string_view weight, std::string_view sum, tensor_id t, std::int64_t n) {
         auto w = e.parameter(weight, {n}, {on_mp}, bf16);
         auto y = b.tensor(sum, {batch, seq, n}, bf16);
-        b.op<"add">({t, w}, {y}, {}, sum);
+        b.template op<"add">({t, w}, {y}, {}, sum);
         return y;
       };
       q = bias("bq", "attn.q.bias", q, heads * head_dim);
@@ -153,67 +174,92 @@ constexpr built_model<llama_plan> llama(const llama_config& c, const process_mes
     auto q4 = b.tensor("q.heads", {batch, seq, heads, head_dim}, bf16);
     auto k4 = b.tensor("k.heads", {batch, seq, kv_heads, head_dim}, bf16);
     auto v4 = b.tensor("v.heads", {batch, seq, kv_heads, head_dim}, bf16);
-    b.op<"reshape">({q}, {q4}, {.shape = {batch, seq, heads, head_dim}}, "attn.q.heads");
-    b.op<"reshape">({k}, {k4}, {.shape = {batch, seq, kv_heads, head_dim}}, "attn.k.heads");
-    b.op<"reshape">({v}, {v4}, {.shape = {batch, seq, kv_heads, head_dim}}, "attn.v.heads");
+    b.template op<"reshape">({q}, {q4}, {.shape = {batch, seq, heads, head_dim}}, "attn.q.heads");
+    b.template op<"reshape">({k}, {k4}, {.shape = {batch, seq, kv_heads, head_dim}}, "attn.k.heads");
+    b.template op<"reshape">({v}, {v4}, {.shape = {batch, seq, kv_heads, head_dim}}, "attn.v.heads");
     auto no_v = b.tensor("rope.no_v", {}), no_v_out = b.tensor("rope.no_v.out", {});
     auto qr = b.tensor("q.rope", {batch, seq, heads, head_dim}, bf16);
     auto kr = b.tensor("k.rope", {batch, seq, kv_heads, head_dim}, bf16);
-    b.op<"fused_rope">({q4, k4, no_v, sin, cos, pos}, {qr, kr, no_v_out}, {}, "attn.rope");
+    b.template op<"fused_rope">({q4, k4, no_v, sin, cos, pos}, {qr, kr, no_v_out}, {}, "attn.rope");
     auto ctx = b.tensor("ctx", {batch, seq, heads, head_dim}, bf16);
     auto probs = b.tensor("attn.softmax", {batch, heads, seq, seq}, bf16);
     auto lse = b.tensor("attn.lse", {batch, heads, seq}), seed = b.tensor("attn.seed", {2}, int64);
-    b.op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true, .context_parallel = on_cp >= 0},
-                           "attn.core");
+    b.template op<"flash_attention">({qr, kr, v4}, {ctx, probs, lse, seed}, {.causal = true, .context_parallel = l.cp >= 0},
+                                    "attn.core");
     auto ctx_flat = b.tensor("ctx.flat", {batch, seq, heads * head_dim}, bf16);
-    b.op<"reshape">({ctx}, {ctx_flat}, {.shape = {batch, seq, heads * head_dim}}, "attn.merge");
+    b.template op<"reshape">({ctx}, {ctx_flat}, {.shape = {batch, seq, heads * head_dim}}, "attn.merge");
     auto wo = e.parameter("wo", {heads * head_dim, hidden}, {on_mp, -1}, bf16);  // row parallel
     auto o = b.tensor("attn.o", act, bf16);
-    b.op<"matmul">({ctx_flat, wo}, {o}, {}, "attn.o");  // partial over tp
+    b.template op<"matmul">({ctx_flat, wo}, {o}, {}, "attn.o");  // partial over tp
     auto attn = e.tensor("attn.out", act, outside, bf16);
-    b.op<"assign">({o}, {attn}, {}, "attn.reduce");
+    b.template op<"assign">({o}, {attn}, {}, "attn.reduce");
     auto x1 = b.tensor("x1", act, bf16);
-    b.op<"add">({x, attn}, {x1}, {}, "attn.residual");
+    b.template op<"add">({x, attn}, {x1}, {}, "attn.residual");
+    return x1;
+  }
 
-    // ---- SwiGLU MLP ----
+  /// RMSNorm, the SwiGLU MLP of `ffn` and the residual: x + mlp(norm(x)).
+  constexpr tensor_id swiglu_mlp(Plan& b, tensor_id x1, std::int64_t ffn) const {
+    const declarer<Plan> e{b, l.annotated};
+    const std::int64_t on_mp = l.tp;
     auto ln2_w = b.parameter("ln2.weight", {hidden}, bf16);
     auto ln2 = b.tensor("ln2", act, bf16), ln2_invvar = b.tensor("ln2.invvar", {batch, seq});
-    b.op<"rms_norm">({x1, ln2_w}, {ln2, ln2_invvar}, {}, "ln2");
+    b.template op<"rms_norm">({x1, ln2_w}, {ln2, ln2_invvar}, {}, "ln2");
     auto mlp_in = e.tensor("mlp.in", act, inside, bf16);
-    b.op<"assign">({ln2}, {mlp_in}, {}, "mlp.gather");
+    b.template op<"assign">({ln2}, {mlp_in}, {}, "mlp.gather");
     auto w_gate = e.parameter("w_gate", {hidden, ffn}, {-1, on_mp}, bf16);  // column parallel
     auto w_up = e.parameter("w_up", {hidden, ffn}, {-1, on_mp}, bf16);
     auto gate = b.tensor("gate", {batch, seq, ffn}, bf16), up = b.tensor("up", {batch, seq, ffn}, bf16);
-    b.op<"matmul">({mlp_in, w_gate}, {gate}, {}, "mlp.gate");
-    b.op<"matmul">({mlp_in, w_up}, {up}, {}, "mlp.up");
+    b.template op<"matmul">({mlp_in, w_gate}, {gate}, {}, "mlp.gate");
+    b.template op<"matmul">({mlp_in, w_up}, {up}, {}, "mlp.up");
     auto act_ffn = b.tensor("swiglu", {batch, seq, ffn}, bf16);
-    b.op<"swiglu">({gate, up}, {act_ffn}, {}, "mlp.swiglu");
+    b.template op<"swiglu">({gate, up}, {act_ffn}, {}, "mlp.swiglu");
     auto w_down = e.parameter("w_down", {ffn, hidden}, {on_mp, -1}, bf16);  // row parallel
     auto dn = b.tensor("mlp.d", act, bf16);
-    b.op<"matmul">({act_ffn, w_down}, {dn}, {}, "mlp.down");  // partial over tp
+    b.template op<"matmul">({act_ffn, w_down}, {dn}, {}, "mlp.down");  // partial over tp
     auto down = e.tensor("mlp.out", act, outside, bf16);
-    b.op<"assign">({dn}, {down}, {}, "mlp.reduce");
+    b.template op<"assign">({dn}, {down}, {}, "mlp.reduce");
     auto x2 = b.tensor("x2", act, bf16);
-    b.op<"add">({x1, down}, {x2}, {}, "mlp.residual");
+    b.template op<"add">({x1, down}, {x2}, {}, "mlp.residual");
     return x2;
-  });
+  }
 
-  auto norm_w = p.parameter("norm.weight", {hidden}, bf16);
-  auto normed = p.tensor("norm", act, bf16), norm_invvar = p.tensor("norm.invvar", {batch, seq});
-  p.op<"rms_norm">({out, norm_w}, {normed, norm_invvar}, {}, "norm");
-  auto head_in = d.tensor("head.in", act, inside, bf16);
-  p.op<"assign">({normed}, {head_in}, {}, "head.gather");
-  // Vocabulary parallel: its own weight, or the embedding's rows.
-  const auto w_lm = c.tie_word_embeddings ? wte : d.parameter("lm_head", {hidden, vocab}, {-1, on_mp}, bf16);
-  auto logits = p.tensor("logits", {batch, seq, vocab}, bf16);
-  p.op<"matmul">({head_in, w_lm}, {logits}, {.trans_y = c.tie_word_embeddings}, "lm_head");
-  auto labels = p.tensor("labels", {batch, seq, 1}, tensor_dist_attr(mesh, {detail::dims_of(on_dp), seq_inside, mesh_dims{}}),
-                         int64);
-  auto probs = p.tensor("softmax", {batch, seq, vocab}), token_loss = p.tensor("loss", {batch, seq, 1});
-  // Megatron's vocabulary-parallel cross entropy: each device holds a slice of the vocabulary
-  // (its max and sum all-reduces are inside its kernel, not reshards).
-  p.op<"c_softmax_with_cross_entropy">({logits, labels}, {probs, token_loss}, {.nranks = mp}, "loss");
-  m.loss = token_loss;
+  /// The final RMSNorm, the head (vocabulary parallel) and the cross entropy: the loss.
+  constexpr tensor_id head(Plan& p, tensor_id out) const {
+    const declarer<Plan> d{p, l.annotated};
+    auto norm_w = p.parameter("norm.weight", {hidden}, bf16);
+    auto normed = p.tensor("norm", act, bf16), norm_invvar = p.tensor("norm.invvar", {batch, seq});
+    p.template op<"rms_norm">({out, norm_w}, {normed, norm_invvar}, {}, "norm");
+    auto head_in = d.tensor("head.in", act, inside, bf16);
+    p.template op<"assign">({normed}, {head_in}, {}, "head.gather");
+    // Its own weight, or the embedding's rows.
+    const auto w_lm = c.tie_word_embeddings ? wte : d.parameter("lm_head", {hidden, vocab}, {-1, l.tp}, bf16);
+    auto logits = p.tensor("logits", {batch, seq, vocab}, bf16);
+    p.template op<"matmul">({head_in, w_lm}, {logits}, {.trans_y = c.tie_word_embeddings}, "lm_head");
+    auto labels = p.tensor("labels", {batch, seq, 1}, tensor_dist_attr(mesh, {batch_dims, seq_inside, mesh_dims{}}), int64);
+    auto probs = p.tensor("softmax", {batch, seq, vocab}), token_loss = p.tensor("loss", {batch, seq, 1});
+    // Megatron's vocabulary-parallel cross entropy: each device holds a slice of the vocabulary
+    // (its max and sum all-reduces are inside its kernel, not reshards).
+    p.template op<"c_softmax_with_cross_entropy">({logits, labels}, {probs, token_loss}, {.nranks = mp}, "loss");
+    return token_loss;
+  }
+};
+}  // namespace detail
+
+/// The Llama-family model of config `c` on `mesh` with layout `l` and run sizes `r` (see the
+/// file comment).
+constexpr built_model<llama_plan> llama(const llama_config& c, const process_mesh& mesh, const layout& l = {},
+                                        const run_shape& r = {}) {
+  detail::check_llama(c, r);
+  detail::check_layout(mesh, l, false);
+  detail::check_divides(mesh, l.tp, c.kv_heads(), "num_key_value_heads ({}) is not divisible by mesh dim {}'s size {}");
+  detail::llama_decoder<llama_plan> dec(c, mesh, l, r, detail::dims_of(l.dp));
+  built_model<llama_plan> m{llama_plan(mesh), {}, dec.vocab, dec.vocab - c.vocab_size};
+  const auto x0 = dec.embed(m.plan);
+  const auto out = m.plan.repeat(static_cast<std::size_t>(c.num_hidden_layers), x0, [&](llama_plan& b, model::tensor_id x) {
+    return dec.swiglu_mlp(b, dec.attention(b, x), c.intermediate_size);
+  });
+  m.loss = dec.head(m.plan, out);
   return m;
 }
 
