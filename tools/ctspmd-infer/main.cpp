@@ -132,6 +132,17 @@ Plan response:
   {"error": {"kind": ..., "message": "operators[3] (operator 3 'fc2'): ...", "at": "operators[3]",
              "operator": 3, "name": "fc2", "rule": "matmul", "operand": "inputs", "phase": ..., "inputs": [0, 1]}}
 
+Model request (a Hugging Face config.json in, its plan built by <ctspmd/models/...>, answered as a plan):
+  {"model": {"config": {...config.json...},   "architectures": LlamaForCausalLM, MistralForCausalLM,
+                                             Qwen2ForCausalLM, GPT2LMHeadModel or MixtralForCausalLM
+             "mesh": [2, 8], "mesh_names": ["dp", "tp"],   optional: without a mesh, the counts alone
+             "layout": {"dp": "dp", "tp": "tp", "sp": true, "cp": ..., "ep": ..., "pp": ...,
+                        "annotated": true},    mesh dims by name or index; "annotated": false for "search"
+             "seq": 4096 (GPT: at most n_positions), "micro_batch": 1, "capacity_factor": 1.0 (experts)},
+   "training": TRAINING ("loss" defaults to the model's), "cluster", "pipeline", "search", "svg": as a plan's}
+Model response: the plan response, and
+  "model": {"architecture", "parameters", "active_parameters" (a token's, experts routed), "vocab_padding"}
+
 Example:
   $ echo '{"op": "matmul", "mesh": [2, 3], "inputs": [{"shape": [64, 32], "dims_mapping": [1, 0]}, {"shape": [32, 48]}]}' | ctspmd-infer
   {"inputs":[{"dims_mapping":[1,0],"partial":[],"partial_reduce":[]},{"dims_mapping":[0,-1],"partial":[],"partial_reduce":[]}],"outputs":[{"dims_mapping":[1,-1],"partial":[0],"partial_reduce":["sum"]}]}

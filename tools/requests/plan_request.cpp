@@ -502,7 +502,7 @@ json verify_plan_request(const json& request) {
 
 response plan_response(const json& request) {
   try {
-    return {dump(verify_plan_request(request)), true};
+    return {dump(request.contains("model") ? model_answer(request) : verify_plan_request(request)), true};
   } catch (const plan_error& e) {
     json error = e.details;
     error["kind"] = ctspmd::to_string(e.kind());

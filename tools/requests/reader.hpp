@@ -120,7 +120,8 @@ ctspmd::semantics read_semantics(const json& request);
 /// The request's "mesh", with its "mesh_names" if given (views of the request's strings).
 ctspmd::named_mesh read_mesh(const json& request);
 
-/// The response to a plan request, {"plan": {...}} (plan_request.cpp).
+/// The response to a plan request, {"plan": {...}}, or a model request, {"model": {...}}
+/// (plan_request.cpp).
 response plan_response(const json& request);
 
 }  // namespace ctspmd_requests

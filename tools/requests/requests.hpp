@@ -1,7 +1,7 @@
 #ifndef CTSPMD_TOOLS_REQUESTS_REQUESTS_HPP
 #define CTSPMD_TOOLS_REQUESTS_REQUESTS_HPP
-// The requests of ctspmd-infer's schema, read from JSON: rule requests ({"op": ...}) and plan
-// requests ({"plan": ...}); see ctspmd-infer --help. One reader for its two front ends: the tool
+// The requests of ctspmd-infer's schema, read from JSON: rule requests ({"op": ...}), plan
+// requests ({"plan": ...}) and model requests ({"model": ...}); see ctspmd-infer --help. One reader for its two front ends: the tool
 // (one request line in, one response line out) and the Python module, which gives its arguments
 // as a JSON value. Compiled once, into the static library ctspmd_requests (with the runtime
 // layer's by-name table, ctspmd_runtime_layer: units that include this header are built with
@@ -72,6 +72,12 @@ json verify_plan(const json& plan);
 /// The answer to a plan request `{"plan": {...}, "svg": true}`: verify_plan's, and with "svg",
 /// its picture (svg_report.hpp) as the answer's "svg", a string.
 json verify_plan_request(const json& request);
+
+/// The answer to a model request `{"model": {"config": {...}, "mesh": [...], ...}, "training": ...}`
+/// (model_request.cpp): the plan the config's builder makes, answered as verify_plan_request
+/// answers it, and "model": the architecture, parameter counts and vocabulary padding; without a
+/// "mesh", the counts alone.
+json model_answer(const json& request);
 
 /// The response to one request line, and whether it succeeded.
 struct response {

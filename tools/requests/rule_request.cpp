@@ -332,6 +332,7 @@ response handle(std::string_view line) {
     const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (request.is_discarded()) return {error_response(error_kind::invalid_argument, "the line is not valid JSON"), false};
     if (request.is_object() && request.contains("plan")) return plan_response(request);
+    if (request.is_object() && request.contains("model")) return plan_response(request);  // a plan's answer, or its error
     const auto r = read_rule_request(request, attribute_naming::dotted);
     const auto info = r.infer();
     if (r.form.language) return {dump(r.answer(info)), true};

@@ -1,8 +1,9 @@
-#ifndef CTSPMD_TESTS_TOOL_PLAN_WRITE_HPP
-#define CTSPMD_TESTS_TOOL_PLAN_WRITE_HPP
+#ifndef CTSPMD_TOOLS_REQUESTS_PLAN_WRITE_HPP
+#define CTSPMD_TOOLS_REQUESTS_PLAN_WRITE_HPP
 // A typed plan written as a JSON plan request (tensors, operators with every attribute, blocks,
-// annotations), and a typed answer renumbered to the request's tensors: shared by the tests that
-// compare typed plans with ctspmd-infer's answers (plan_parity.cpp, plan_property.cpp).
+// annotations), and a typed answer renumbered to the request's tensors: what a model request
+// (model_request.cpp) sends on as a plan request, and what the tests that compare typed plans
+// with ctspmd-infer's answers write (tests/tool/plan_parity.cpp, plan_property.cpp).
 
 #include "plan_answer.hpp"
 
