@@ -308,6 +308,47 @@ PYBIND11_MODULE(ctspmd, m) {
       "the step's cost; with svg=True also its picture, answer[\"svg\"], an SVG document (collectives by phase and mesh "
       "dim, memory by category, step time; each bar's exact figure in data-bytes / data-count / data-seconds). A "
       "malformed or failing plan raises SpmdError, whose .details name the operator and operand.");
+  // ctspmd.models: the model library's builders (<ctspmd/models/...>), from a Hugging Face config.
+  py::module_ models = m.def_submodule("models", "Models built from their Hugging Face config.json.");
+  // A config: a dict, or the path of a config.json (read with Python's json module).
+  static const auto config_json = [](py::handle config) {
+    if (PyDict_Check(config.ptr())) return to_json(config, "config");
+    if (!PyUnicode_Check(config.ptr()) && !py::isinstance(config, py::module_::import("os").attr("PathLike")))
+      bad_type("config", "a dict or the path of a config.json", config);
+    const py::object file = py::module_::import("builtins").attr("open")(config);
+    const py::object loaded = py::module_::import("json").attr("load")(file);
+    file.attr("close")();
+    if (!PyDict_Check(loaded.ptr())) bad_type("config (the file's JSON)", "an object", loaded);
+    return to_json(loaded, "config");
+  };
+  models.def(
+      "parameters", [](py::handle config) { return to_python(req::model_counts({{"config", config_json(config)}})); },
+      py::arg("config"),
+      "parameters(config) -> dict\n\n"
+      "The model's counts from its config (a dict, or the path of a config.json): {'architecture', 'parameters', "
+      "'active_parameters', 'vocab_padding'}, computed from the plan the model library builds.");
+  models.def(
+      "plan",
+      [](py::handle config, py::handle mesh, py::handle mesh_names, py::handle layout, py::handle seq,
+         py::handle micro_batch, py::handle capacity_factor) {
+        req::json model = {{"config", config_json(config)}, {"mesh", to_json(mesh, "mesh")}};
+        const std::pair<const char*, py::handle> optional[] = {{"mesh_names", mesh_names},
+                                                                {"layout", layout},
+                                                                {"seq", seq},
+                                                                {"micro_batch", micro_batch},
+                                                                {"capacity_factor", capacity_factor}};
+        for (const auto& [key, value] : optional)
+          if (!value.is_none()) model[key] = to_json(value, key);
+        return to_python(req::model_plan(model));
+      },
+      py::arg("config"), py::arg("mesh"), py::arg("mesh_names") = py::none(), py::arg("layout") = py::none(),
+      py::arg("seq") = py::none(), py::arg("micro_batch") = py::none(), py::arg("capacity_factor") = py::none(),
+      "plan(config, mesh, mesh_names=None, layout=None, seq=None, micro_batch=None, capacity_factor=None) -> dict\n\n"
+      "The model's forward plan, built by the model library from its config (a dict, or the path of a config.json) "
+      "on a process mesh of shape `mesh`, with `layout` naming the mesh dim of each kind of parallelism ({'dp': "
+      "'dp', 'tp': 'tp', 'sp': True, 'cp': ..., 'ep': ..., 'pp': ..., 'annotated': True}, by name or index): a dict "
+      "for verify_plan, which may be edited first (its loss tensor is named 'loss': add "
+      "plan['training'] = {'loss': 'loss', ...}).");
   m.def(
       "has_rule", [](const std::string& op) { return rt::has_rule(op); }, py::arg("op"),
       "has_rule(op) -> bool\n\nTrue if a rule is registered under operator name `op`.");

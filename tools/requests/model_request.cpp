@@ -143,11 +143,16 @@ std::pair<json, std::size_t> written_plan(const Built& m, const named_mesh& mesh
   return {std::move(plan), w.index[m.loss.index]};
 }
 
-}  // namespace
+/// A model request's "model" read and built: its counts, and with a "mesh" its plan (a plan
+/// request's "plan") and where its loss is in it.
+struct built_request {
+  json counts;
+  json plan;
+  std::size_t loss = 0;
+  bool built = false;
+};
 
-json model_answer(const json& request) {
-  check_fields(request, "the request", {"model", "training", "pipeline", "cluster", "search", "svg"});
-  const json& m = request.at("model");
+built_request build(const json& m) {
   check_fields(m, "\"model\"", {"config", "mesh", "mesh_names", "layout", "seq", "micro_batch", "capacity_factor"});
   if (!m.contains("config")) bad_request("\"model\" has no \"config\" (a Hugging Face config.json)");
   const json& config = m.at("config");
@@ -155,17 +160,13 @@ json model_answer(const json& request) {
   const auto [arch, kind] = architecture_of(config);
   const config_reader read(config, arch);
 
-  json counts = {{"architecture", arch}};
+  built_request out;
+  out.counts = {{"architecture", arch}};
   std::int64_t padding = 0;
-  json plan;
-  std::size_t loss = 0;
-  const bool built = m.contains("mesh");
+  const bool built = out.built = m.contains("mesh");
   if (!built)
     for (const char* key : {"mesh_names", "layout", "seq", "micro_batch", "capacity_factor"})
       if (m.contains(key)) bad_request(std::string("\"model\" has \"") + key + "\" but no \"mesh\" to build on");
-  if (!built)
-    for (const char* key : {"training", "pipeline", "cluster", "search", "svg"})
-      if (request.contains(key)) bad_request(std::string("the request has \"") + key + "\", but \"model\" has no \"mesh\"");
   const named_mesh mesh = built ? read_mesh(m) : named_mesh(process_mesh({1}));
   const models::layout l = built && m.contains("layout") ? read_model_layout(m.at("layout"), mesh) : models::layout{};
   // Counts only: a plan of one token. Otherwise "seq" defaults to 4096 tokens (GPT: at most
@@ -179,43 +180,63 @@ json model_answer(const json& request) {
     if (!m.at("capacity_factor").is_number()) bad_request("model.capacity_factor must be a number");
     capacity_factor = m.at("capacity_factor").get<double>();
   }
-  const auto build = [&](const auto& built_model) {
+  const auto take = [&](const auto& built_model) {
     padding = built_model.vocab_padding;
-    if (built) std::tie(plan, loss) = written_plan(built_model, mesh);
+    if (built) std::tie(out.plan, out.loss) = written_plan(built_model, mesh);
   };
   switch (kind) {
     case family::llama:
     case family::qwen2: {
       const auto c = read.llama(kind == family::qwen2);
-      counts["parameters"] = counts["active_parameters"] = models::parameters(c);
-      build(*std::make_unique<models::built_model<models::llama_plan>>(models::llama(c, mesh, l, r)));
+      out.counts["parameters"] = out.counts["active_parameters"] = models::parameters(c);
+      take(*std::make_unique<models::built_model<models::llama_plan>>(models::llama(c, mesh, l, r)));
       break;
     }
     case family::gpt: {
       const auto c = read.gpt();
-      counts["parameters"] = counts["active_parameters"] = models::parameters(c);
-      build(*std::make_unique<models::built_model<models::gpt_plan>>(models::gpt(c, mesh, l, r)));
+      out.counts["parameters"] = out.counts["active_parameters"] = models::parameters(c);
+      take(*std::make_unique<models::built_model<models::gpt_plan>>(models::gpt(c, mesh, l, r)));
       break;
     }
     case family::mixtral: {
       const auto c = read.mixtral();
-      counts["parameters"] = models::parameters(c);
-      counts["active_parameters"] = models::active_parameters(c);
-      build(*std::make_unique<models::built_model<models::mixtral_plan>>(models::mixtral(c, mesh, l, r, capacity_factor)));
+      out.counts["parameters"] = models::parameters(c);
+      out.counts["active_parameters"] = models::active_parameters(c);
+      take(*std::make_unique<models::built_model<models::mixtral_plan>>(models::mixtral(c, mesh, l, r, capacity_factor)));
       break;
     }
   }
-  counts["vocab_padding"] = padding;
-  if (!built) return {{"model", counts}};
+  out.counts["vocab_padding"] = padding;
+  return out;
+}
+
+}  // namespace
+
+json model_plan(const json& model) {
+  if (model.is_object() && !model.contains("mesh")) bad_request("\"model\" has no \"mesh\" to build the plan on");
+  return build(model).plan;
+}
+
+json model_counts(const json& model) { return build(model).counts; }
+
+json model_answer(const json& request) {
+  check_fields(request, "the request", {"model", "training", "pipeline", "cluster", "search", "svg"});
+  auto m = build(request.at("model"));
+  if (!m.built) {
+    for (const char* key : {"training", "pipeline", "cluster", "search", "svg"})
+      if (request.contains(key)) bad_request(std::string("the request has \"") + key + "\", but \"model\" has no \"mesh\"");
+    return {{"model", m.counts}};
+  }
+  json& plan = m.plan;
   for (const char* key : {"training", "pipeline", "cluster", "search"})
     if (request.contains(key)) plan[key] = request.at(key);
   // The training step's loss is the model's, unless the request names another.
   if (plan.contains("training") && plan.at("training").is_object() && !plan.at("training").contains("loss"))
-    plan["training"]["loss"] = loss;
+    plan["training"]["loss"] = m.loss;
   json plan_request = {{"plan", plan}};
   if (request.contains("svg")) plan_request["svg"] = request.at("svg");
   json answer = verify_plan_request(plan_request);
-  answer["model"] = counts;
+  answer["model"] = m.counts;
   return answer;
 }
 

@@ -78,6 +78,12 @@ json verify_plan_request(const json& request);
 /// answers it, and "model": the architecture, parameter counts and vocabulary padding; without a
 /// "mesh", the counts alone.
 json model_answer(const json& request);
+/// A model request's "model" value built: its plan, a plan request's "plan" (its loss tensor is
+/// named "loss"); it needs a "mesh".
+json model_plan(const json& model);
+/// A model request's "model" value (a "config" at least) counted: {"architecture", "parameters",
+/// "active_parameters", "vocab_padding"}.
+json model_counts(const json& model);
 
 /// The response to one request line, and whether it succeeded.
 struct response {
