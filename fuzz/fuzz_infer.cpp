@@ -252,11 +252,43 @@ json check_response(std::string_view line, const ctspmd_requests::response& r,
 
 void check_plan_response(std::string_view line, const ctspmd_requests::response& r);  // (d)
 
+/// Checks the answer to model request `request`: an error as a plan's; the counts (parameters
+/// at least the active ones, none negative); with a mesh, a plan answer to the plan the model
+/// built, on the model's mesh with the request's training, pipeline, cluster and search.
+void check_model_response(const json& request, const ctspmd_requests::response& r) {
+  const json response = json::parse(r.line, nullptr, /*allow_exceptions=*/false);
+  if (response.is_discarded() || !response.is_object()) fail("a model answer is not a JSON object", r.line);
+  if (response.contains("error")) return check_plan_response(request.dump(), r);
+  const json& m = request.at("model");
+  if (!r.ok || !response.contains("model") || !response.at("model").is_object()) fail("a model answer without counts", r.line);
+  const json& counts = response.at("model");
+  const auto count = [&](const char* k) {
+    if (!counts.contains(k) || !counts.at(k).is_number_integer()) fail("a model answer's counts lack an integer", r.line);
+    return counts.at(k).get<std::int64_t>();
+  };
+  if (!counts.contains("architecture") || !counts.at("architecture").is_string() || count("active_parameters") < 0 ||
+      count("parameters") < count("active_parameters") || count("vocab_padding") < 0)
+    fail("a model answer's counts are malformed or out of order", r.line);
+  if (!m.contains("mesh")) {
+    if (response.size() != 1) fail("a model answer without a mesh has more than its counts", r.line);
+    return;
+  }
+  json plan = {{"mesh", m.at("mesh")}};
+  if (m.contains("mesh_names")) plan["mesh_names"] = m.at("mesh_names");
+  for (const char* k : {"training", "pipeline", "cluster", "search"})
+    if (request.contains(k)) plan[k] = request.at(k);
+  json rest = response;
+  rest.erase("model");
+  check_plan_response(json{{"plan", plan}}.dump(), {rest.dump(), r.ok});
+}
+
 /// Checks the answer to request text `line`, a plan request's as a plan answer.
 void check_any_response(std::string_view line, const ctspmd_requests::response& r) {
   const json request = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (request.is_object() && request.contains("plan"))
     check_plan_response(line, r);
+  else if (request.is_object() && request.contains("model"))
+    check_model_response(request, r);
   else
     check_response(line, r);
 }

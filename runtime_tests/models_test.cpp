@@ -64,7 +64,7 @@ TEST_CASE("models: every bad config or layout is an error naming it") {
   models::mixtral_config x = models::mixtral_8x7b;
   x.num_experts_per_tok = 9;
   check_error([&] { (void)models::mixtral(x, process_mesh({2})); }, kind,
-              "num_experts_per_tok (9) is more than num_local_experts (8)");
+              "num_experts_per_tok (9) is more than the number of experts (8)");
   check_error([&] { (void)models::mixtral(models::mixtral_8x7b, process_mesh({2}), {}, {}, 0.0); }, kind,
               "the capacity factor must be positive");
 }

@@ -134,7 +134,8 @@ Plan response:
 
 Model request (a Hugging Face config.json in, its plan built by <ctspmd/models/...>, answered as a plan):
   {"model": {"config": {...config.json...},   "architectures": LlamaForCausalLM, MistralForCausalLM,
-                                             Qwen2ForCausalLM, GPT2LMHeadModel or MixtralForCausalLM
+                                             Qwen2ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM
+                                             or DeepseekV3ForCausalLM
              "mesh": [2, 8], "mesh_names": ["dp", "tp"],   optional: without a mesh, the counts alone
              "layout": {"dp": "dp", "tp": "tp", "sp": true, "cp": ..., "ep": ..., "pp": ...,
                         "annotated": true},    mesh dims by name or index; "annotated": false for "search"

@@ -1,7 +1,7 @@
 // Model requests: {"model": {"config": {...config.json...}, "mesh": [...], "mesh_names": [...],
 // "layout": {...}, "seq": N, "micro_batch": N, "capacity_factor": x}, "training": ..., "pipeline":
 // ..., "cluster": ..., "search": ..., "svg": true}. The config's "architectures" picks the
-// builder of <ctspmd/models/...> (Llama, Mistral and Qwen2; GPT-2; Mixtral), whose plan is then
+// builder of <ctspmd/models/...> (Llama, Mistral and Qwen2; GPT-2; Mixtral; DeepSeek-V3), whose plan is then
 // answered as a plan request answers it (plan_write.hpp writes it as one), with the model's
 // counts beside: "model": {"architecture", "parameters", "active_parameters", "vocab_padding"}.
 // Without a "mesh" only the counts are answered. A missing config field, an unknown
@@ -11,6 +11,7 @@
 #include "reader.hpp"
 #include "requests.hpp"
 
+#include <ctspmd/models/deepseek.hpp>
 #include <ctspmd/models/gpt.hpp>
 #include <ctspmd/models/llama.hpp>
 #include <ctspmd/models/mixtral.hpp>
@@ -73,6 +74,30 @@ class config_reader {
             .n_inner = integer("n_inner", 0),
             .tie_word_embeddings = flag("tie_word_embeddings", true)};
   }
+  models::deepseek_config deepseek() const {
+    if (integer("moe_layer_freq", 1) != 1)
+      bad_request("the config (" + arch_ + ") has a \"moe_layer_freq\" other than 1, which the DeepSeek builder does not build");
+    if (config_.contains("topk_method") && !config_.at("topk_method").is_string())
+      bad_request("config.topk_method must be a string");
+    return {.hidden_size = integer("hidden_size"),
+            .intermediate_size = integer("intermediate_size"),
+            .moe_intermediate_size = integer("moe_intermediate_size"),
+            .num_hidden_layers = integer("num_hidden_layers"),
+            .num_attention_heads = integer("num_attention_heads"),
+            .q_lora_rank = integer("q_lora_rank"),
+            .kv_lora_rank = integer("kv_lora_rank"),
+            .qk_nope_head_dim = integer("qk_nope_head_dim"),
+            .qk_rope_head_dim = integer("qk_rope_head_dim"),
+            .v_head_dim = integer("v_head_dim"),
+            .n_routed_experts = integer("n_routed_experts"),
+            .n_shared_experts = integer("n_shared_experts", 0),
+            .num_experts_per_tok = integer("num_experts_per_tok"),
+            .first_k_dense_replace = integer("first_k_dense_replace", 0),
+            .vocab_size = integer("vocab_size"),
+            .max_position_embeddings = integer("max_position_embeddings", 0),
+            .tie_word_embeddings = flag("tie_word_embeddings", false),
+            .score_correction_bias = config_.value("topk_method", std::string()) == "noaux_tc"};
+  }
   models::mixtral_config mixtral() const {
     return {llama(false), integer("num_local_experts"), integer("num_experts_per_tok")};
   }
@@ -82,7 +107,7 @@ class config_reader {
   std::string arch_;
 };
 
-enum class family { llama, qwen2, gpt, mixtral };
+enum class family { llama, qwen2, gpt, mixtral, deepseek };
 
 /// The architecture `config` names (its "architectures"' first entry) and its family.
 std::pair<std::string, family> architecture_of(const json& config) {
@@ -95,9 +120,10 @@ std::pair<std::string, family> architecture_of(const json& config) {
   if (name == "Qwen2ForCausalLM") return {name, family::qwen2};
   if (name == "GPT2LMHeadModel") return {name, family::gpt};
   if (name == "MixtralForCausalLM") return {name, family::mixtral};
+  if (name == "DeepseekV3ForCausalLM") return {name, family::deepseek};
   bad_request("unknown architecture \"" + name +
               "\" in config.architectures; known: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-              "GPT2LMHeadModel, MixtralForCausalLM");
+              "GPT2LMHeadModel, MixtralForCausalLM, DeepseekV3ForCausalLM");
 }
 
 /// The request's "layout": each kind of parallelism's mesh dim, by name (of "mesh_names") or
@@ -203,6 +229,13 @@ built_request build(const json& m) {
       out.counts["parameters"] = models::parameters(c);
       out.counts["active_parameters"] = models::active_parameters(c);
       take(*std::make_unique<models::built_model<models::mixtral_plan>>(models::mixtral(c, mesh, l, r, capacity_factor)));
+      break;
+    }
+    case family::deepseek: {
+      const auto c = read.deepseek();
+      out.counts["parameters"] = models::parameters(c);
+      out.counts["active_parameters"] = models::active_parameters(c);
+      take(*std::make_unique<models::built_model<models::deepseek_plan>>(models::deepseek(c, mesh, l, r, capacity_factor)));
       break;
     }
   }

@@ -115,6 +115,17 @@ constexpr void check_divides(const process_mesh& mesh, std::int64_t m, std::int6
   if (m >= 0 && n % mesh.dim_size(m) != 0) raise(make_error(error_kind::invalid_argument, "models", message, n, m, mesh.dim_size(m)));
 }
 
+/// Checks a mixture of experts' sizes: `experts` experts, `top_k` a token, the capacity factor.
+constexpr void check_experts(std::int64_t experts, std::int64_t top_k, double capacity_factor) {
+  check_positive(experts, "the number of experts is {}: it must be positive");
+  check_positive(top_k, "the number of experts a token is {}: it must be positive");
+  if (top_k > experts)
+    raise(make_error(error_kind::invalid_argument, "models", "num_experts_per_tok ({}) is more than the number of experts ({})",
+                     top_k, experts));
+  if (!(capacity_factor > 0) || capacity_factor > 1e6)
+    raise(make_error(error_kind::invalid_argument, "models", "the capacity factor must be positive (and at most 10^6)"));
+}
+
 /// Declares tensors and parameters annotated, or not if the layout leaves them to the search.
 template <class Plan>
 struct declarer {
