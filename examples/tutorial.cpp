@@ -1,7 +1,9 @@
-// The README's three tutorials, compiled and run as part of the examples (keep them in sync).
+// The README's tutorials 1 to 3 and 9, compiled and run as part of the examples (keep them in sync).
 #include <ctspmd/ctspmd.hpp>
 #include <ctspmd/dist/format.hpp>
+#include <ctspmd/model/cost.hpp>
 #include <ctspmd/model/propagate.hpp>
+#include <ctspmd/models/llama.hpp>
 
 #include <cstdio>
 
@@ -66,6 +68,16 @@ constexpr auto first = rules::reshape::infer_forward({heads}, {.shape = {128, 64
 static_assert(first.outputs[0].dims_mapping() == dims_mapping{0, -1});
 static_assert(first.inputs[0].dims_mapping() == dims_mapping{0, -1, -1});
 
+// ---- Tutorial 9: a model from its config ----------------------------------------------------------------------
+constexpr auto make_step() {
+  const auto m = models::llama(models::llama3_8b, process_mesh({2, 8}),
+                               {.dp = 0, .tp = 1, .sp = true},     // Megatron TP + SP over mesh dim 1
+                               {.seq = 8192, .micro_batch = 1});
+  return model::training_step(m.plan, m.loss);
+}
+static_assert(models::parameters(models::llama3_8b) == 8'030'261'248);
+constexpr auto llama_cost = model::verified_cost<make_step>();  // memory, collectives, time
+
 int main() {
   std::printf("tutorial plan: %zu reshard (%.*s on mesh dim %lld, %lld bytes per device)\n", prop.count(),
               static_cast<int>(model::to_string(prop.reshard_at(0).kind).size()),
@@ -73,4 +85,6 @@ int main() {
               static_cast<long long>(prop.reshard_at(0).bytes));
   std::printf("embedding output: %s\n", to_string(fwd.outputs[0]).c_str());
   std::printf("reshape under phi: %s\n", to_string(merged.outputs[0]).c_str());
+  std::printf("Llama-3-8B on [dp 2, tp 8]: %.2f GiB peak a device, %.3f s a step\n",
+              static_cast<double>(llama_cost.memory().peak) / static_cast<double>(model::GiB), llama_cost.step_seconds());
 }
