@@ -17,6 +17,7 @@ if(DEFINED EXPECTED)
   endif()
 endif()
 if(DEFINED CONTAINS)
+  string(REPLACE "\\;" ";" CONTAINS "${CONTAINS}")  # a list passed whole, its separators escaped
   foreach(part IN LISTS CONTAINS)
     string(FIND "${out}" "${part}" at)
     if(at EQUAL -1)
