@@ -56,6 +56,31 @@ constexpr auto two = model::verified<both_partial<reduce_type::max>>();
 static_assert(two.reshard_entries() == 2 && two.reshard_at(0).group == 0b01 && two.reshard_at(1).group == 0b10);
 static_assert(two.reshard_at(0).bytes == 2 * 1 * 1024 / 2 && two.reshard_at(1).bytes == 2 * 3 * 1024 / 4);
 
+// ==== a mesh dim of size 1 moves nothing ========================================================
+// On [1, 4], y partial over both dims (and r split over the size-1 dim) read replicated: one
+// all-reduce of 4 devices (a sum over both dims is one over their product group, listed under dim
+// 0), and with another reduce type on dim 0 none there: partial or split over one device is the
+// value itself.
+template <reduce_type Second>
+constexpr auto one_device_dim() {
+  using plan_1x4 = model::plan<8, 4>;
+  const process_mesh thin({1, 4});
+  plan_1x4 p(thin);
+  tensor_dist_attr a(thin, dims_mapping{-1, -1});
+  a.set_partial_status({0});
+  a.set_partial_status({1}, Second);
+  auto y = p.tensor("y", {8, 32}, a);
+  auto r = p.tensor("r", {8, 32}, {0, -1});
+  auto z = p.tensor("z", {8, 32}, {-1, -1});
+  p.op<"add">({r, y}, {z}, {}, "residual");
+  return p;
+}
+constexpr auto thin_sum = model::verified<one_device_dim<reduce_type::sum>>();
+static_assert(thin_sum.reshard_entries() == 1 && thin_sum.reshard_at(0).group == 0b11);
+static_assert(thin_sum.reshard_at(0).kind == collective::all_reduce && thin_sum.reshard_at(0).bytes == 2 * 3 * 1024 / 4);
+constexpr auto thin_max = model::verified<one_device_dim<reduce_type::max>>();
+static_assert(thin_max.reshard_entries() == 1 && thin_max.reshard_at(0).mesh_dim == 1 && thin_max.count() == 1);
+
 // ==== reduce-scatter: the same partial read by an add whose other input is sharded ===============
 constexpr auto scatter() {
   small_plan p(mesh);

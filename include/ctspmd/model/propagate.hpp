@@ -21,7 +21,9 @@
 ///
 /// Reshards are reported per mesh dim, with the collective that performs them and the bytes
 /// each device sends (model/collective.hpp); a collective over a product group of mesh dims is
-/// listed under the first of them, with `group` the set of them all.
+/// listed under the first of them, with `group` the set of them all. A change of layout over a
+/// group of one device (a mesh dim of size 1: split in one part, partial over one device) moves
+/// nothing and is no reshard: it is not reported, counted or timed.
 
 #include <array>
 #include <cstddef>
@@ -579,6 +581,7 @@ class propagator {
       const std::uint32_t group = product_group(from, to, m, kind);
       const std::int64_t n = group_size(mesh, group);
       grouped |= group;
+      if (n == 1) continue;  // one device: nothing to move (a mesh dim of size 1)
       const std::int64_t number =
           block < 0 ? -1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block)).number(static_cast<size_t>(block)));
       const record r{op,     operand, on_output, tensor, m,      kind, reshard_bytes(kind, p_.tensor_at(tensor).shape, p_.tensor_at(tensor).element_bytes, from, n),

@@ -541,7 +541,7 @@ class layout_search {
       const std::uint32_t group = product_group(from, to, m, kind);
       const std::int64_t n = group_size(mesh, group);
       grouped |= group;
-      if (!moves_data(kind)) continue;
+      if (!moves_data(kind) || n == 1) continue;
       const auto& info = p_.tensor_at(t);
       const auto bytes = reshard_bytes(kind, info.shape, info.element_bytes, from, n);
       s += 2 * seconds(m, static_cast<double>(bytes));  // and backward's mirror

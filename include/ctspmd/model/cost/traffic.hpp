@@ -73,6 +73,7 @@ class traffic_count : public memory_count<T, O, R> {
       const std::int64_t tokens = saturating_product(local_elements(op.outputs[1]), 4);
       for (auto m : a.mesh_dims_of(p_.tensor_at(logits).shape.size() - 1)) {
         const std::int64_t n = a.process_mesh().dim_size(m);
+        if (n == 1) continue;
         const std::int64_t twice = saturating_product(2, tokens);  // 2 (n - 1) tokens / n rounded up, no overflow
         add(i, phase::forward, collective::all_reduce, m, 3 * runs(i), twice - twice / n);
       }
@@ -90,8 +91,8 @@ class traffic_count : public memory_count<T, O, R> {
           group |= std::uint32_t{1} << m;
           first = m;
         }
-      if (group == 0) return;
       const std::int64_t n = group_size(p_.mesh(), group);
+      if (n == 1) return;  // no ZeRO group, or one of a single device
       const std::int64_t bytes =
           saturating_product(n - 1, saturating_product(local_elements(param, state), p_.tensor_at(param).element_bytes));
       add(i, phase::forward, collective::all_gather, first, runs(i), bytes);
