@@ -108,25 +108,31 @@ TEST_CASE("search: the greedy per-operator choice (DTensor's) is strictly worse 
 TEST_CASE("search: a memory limit the best plan exceeds makes the search shard the optimizer states (ZeRO)") {
   const auto p = std::make_unique<plan_type>(mlp());
   model::search_options o{.training = {.gradient_element_bytes = 4, .master_weights = true}, .zero_dim = 0};
+  auto without_zero = o;
+  without_zero.zero_dim = -1;
+  const auto plain_free = model::search(*p, loss, slow_fast(), without_zero);
   const auto free = model::search(*p, loss, slow_fast(), o);
   const auto& unlimited = free.best();
-  CHECK(unlimited.training.stage() == 0);  // ZeRO costs time: not chosen without a limit
-  // 60% of it: a ZeRO stage fits, faster than any layout found that fits without it.
-  o.memory_limit = unlimited.cost.memory().peak * 6 / 10;
+  CHECK(plain_free.best().training.stage() == 0);
+  // With ZeRO tried, never slower; here faster: ZeRO-1 sends the same bytes (a reduce-scatter and
+  // an all-gather for an all-reduce) and the optimizer, bound by memory bandwidth, updates a shard.
+  CHECK(unlimited.training.stage() == 1);
+  CHECK(unlimited.step_seconds() < plain_free.best().step_seconds());
+  // 60% of the plan without ZeRO: a ZeRO stage fits, faster than any layout found that fits without it.
+  o.memory_limit = plain_free.best().cost.memory().peak * 6 / 10;
   const auto limited = model::search(*p, loss, slow_fast(), o);
   REQUIRE(limited.ok());
   CHECK(limited.best().cost.memory().peak <= o.memory_limit);
   CHECK(limited.best().training.stage() >= 1);
   CHECK(limited.best().training.shard_optimizer_states_on == 0);
-  CHECK(limited.best().step_seconds() > unlimited.step_seconds());  // what fitting costs
-  CHECK(limited.infeasible > 0);
+  CHECK(limited.best().step_seconds() >= unlimited.step_seconds());  // what fitting costs
   CHECK(limited.evaluations == 17 * 4);  // 17 candidates x (no ZeRO, stages 1, 2, 3)
-  auto without_zero = o;
-  without_zero.zero_dim = -1;
+  without_zero.memory_limit = o.memory_limit;
   const auto plain = model::search(*p, loss, slow_fast(), without_zero);
-  REQUIRE(plain.ok());  // some layout fits without ZeRO, slower than the one with it
-  CHECK(plain.best().step_seconds() > limited.best().step_seconds());
-  CHECK(plain.best().training.stage() == 0);
+  if (plain.ok()) {  // a layout that fits without ZeRO is slower than the one with it
+    CHECK(plain.best().step_seconds() > limited.best().step_seconds());
+    CHECK(plain.best().training.stage() == 0);
+  }
   // A limit nothing meets: no plan, and best() says why.
   o.memory_limit = 1;
   const auto none = model::search(*p, loss, slow_fast(), o);
@@ -144,22 +150,36 @@ struct llama_layer {
   model::tensor_id param(std::string_view name) const { return search_plans::input(*p, name); }
 };
 
-TEST_CASE("search: an unannotated Llama-3-8B layer gets Megatron's column/row split (2 all-reduces a layer forward)") {
+TEST_CASE("search: unannotated Llama-3-8B layers get Megatron's column/row split, no slower than it written by hand") {
   constexpr std::size_t layers = 4;
   const llama_layer m(layers);
   const auto c = model::h100_cluster(dp_mp);  // mesh dim 0 across nodes (InfiniBand), 1 inside (NVLink)
-  const auto found = model::search(*m.p, m.out, c, {.training = {.gradient_element_bytes = 4, .master_weights = true}});
+  const model::search_options o{.training = {.gradient_element_bytes = 4, .master_weights = true}};
+  const auto found = model::search(*m.p, m.out, c, o);
   const auto& best = found.best();
-  CHECK(best.layout(m.x) == tensor_dist_attr(dp_mp, {0, -1, -1}));  // the batch over dp
+  // Megatron's split over the two dims of dp (across nodes), the batch over mp: the roofline
+  // makes the element-wise operators Megatron repeats on each tensor-parallel device cost more
+  // over mp's 8 than the all-reduces over dp's 2 do.
+  CHECK(best.layout(m.x) == tensor_dist_attr(dp_mp, {1, -1, -1}));
   for (auto name : {"wq", "wk", "wv", "w_gate", "w_up"})
-    CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {-1, 1}), name);  // column parallel
+    CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {-1, 0}), name);  // column parallel
   for (auto name : {"wo", "w_down"})
-    CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {1, -1}), name);  // row parallel
+    CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {0, -1}), name);  // row parallel
   using model::collective, model::phase;
-  CHECK(best.cost.collectives(phase::forward, collective::all_reduce, 1).count == 2 * layers);
-  CHECK(best.cost.collectives(phase::backward, collective::all_reduce, 1).count == 2 * layers);
+  CHECK(best.cost.collectives(phase::forward, collective::all_reduce, 0).count == 2 * layers);
+  CHECK(best.cost.collectives(phase::backward, collective::all_reduce, 0).count == 2 * layers);
   CHECK(best.cost.collectives(phase::forward, collective::all_gather).count == 0);
   CHECK(best.step_seconds() < found.greedy.step_seconds());
+  // Written by hand as Megatron does (the batch over dp, tensor parallel over mp), or with the
+  // dims swapped as found, and costed exactly: the search is no slower than either.
+  for (const std::int64_t tp : {1, 0}) {
+    auto hand = std::make_unique<big_plan>(*m.p);
+    hand->annotate(m.x, tensor_dist_attr(dp_mp, {1 - tp, -1, -1}));
+    for (auto name : {"wq", "wk", "wv", "w_gate", "w_up"}) hand->annotate(m.param(name), tensor_dist_attr(dp_mp, {-1, tp}));
+    for (auto name : {"wo", "w_down"}) hand->annotate(m.param(name), tensor_dist_attr(dp_mp, {tp, -1}));
+    const auto written = model::search(*hand, m.out, c, o);
+    CHECK_MESSAGE(best.step_seconds() <= written.best().step_seconds() * (1 + 1e-12), tp);
+  }
 }
 
 TEST_CASE("search: one Llama-3-8B layer, as static_tests/model/search_llama_test.cpp finds it at compile time") {
@@ -171,9 +191,9 @@ TEST_CASE("search: one Llama-3-8B layer, as static_tests/model/search_llama_test
   for (auto name : {"wq", "wk", "wv", "w_gate", "w_up"})
     CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {-1, 0}), name);  // column parallel over dp
   for (auto name : {"wo", "w_down"}) CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {0, -1}), name);
-  CHECK(best.step_seconds() > 0.012);
-  CHECK(best.step_seconds() < 0.013);
-  CHECK(found.greedy.step_seconds() > 2.5 * best.step_seconds());
+  CHECK(best.step_seconds() > 0.018);
+  CHECK(best.step_seconds() < 0.019);
+  CHECK(found.greedy.step_seconds() > 1.8 * best.step_seconds());
 }
 
 TEST_CASE("search: under a memory limit tensor parallelism alone cannot meet, the Llama-3-8B step takes ZeRO or recomputation") {
@@ -245,7 +265,7 @@ TEST_CASE("search: a BERT-style stack of L post-norm layers gets Megatron's spli
     return x2;
   });
   model::cluster c = model::h100_cluster(m);
-  c.links[0] = model::infiniband_h100;  // two nodes of four
+  c.links[0] = model::h100_system.network_link;  // two nodes of four
   const auto found = model::search(*p, out, c);
   const auto& best = found.best();
   const auto param = [&](std::string_view name) {
@@ -364,6 +384,7 @@ TEST_CASE("search: its estimate counts each operator's FLOPs as the exact cost d
 
   model::cluster free = model::h100_cluster(m);
   free.links[0] = {1e30, 0};  // communication takes no time
+  free.memory_bandwidth = 0;  // nor memory traffic: FLOPs alone
   const auto found = model::search(*p, l, free);
   REQUIRE(found.ok());
   const auto& best = found.best();

@@ -42,7 +42,7 @@ constexpr mlp_plan_type mlp() {
 /// H100s, the slow mesh dim over InfiniBand (50 GB/s), the fast one over NVLink (450 GB/s).
 constexpr model::cluster slow_fast() {
   model::cluster c = model::h100_cluster(mlp_mesh);
-  c.links[0] = model::infiniband_h100;
+  c.links[0] = model::h100_system.network_link;
   return c;
 }
 

@@ -24,7 +24,7 @@ static_assert(best.layout({5}) == tensor_dist_attr(mesh, {1, -1}));  // row para
 static_assert(best.cost.collectives(phase::forward, collective::all_reduce, 1).count == 3);
 static_assert(best.cost.collectives(phase::backward, collective::all_reduce, 1).count == 2);
 static_assert(best.cost.collectives(phase::optimizer, collective::all_reduce, 0).count == 6);
-static_assert(best.step_seconds() < 0.006);
+static_assert(best.step_seconds() > 0.0075 && best.step_seconds() < 0.008);
 static_assert(found.plans.size() == 2 && found.plans[1].step_seconds() >= best.step_seconds());
 static_assert(found.evaluations == 17 && found.infeasible == 0);
 // DTensor's greedy per-operator choice: about twice the time.

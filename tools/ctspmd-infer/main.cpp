@@ -71,7 +71,8 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
    "tensors": [TENSOR, ...],            declared in order; the answer lists them (and a training step's) in order
    "operators": [OPERATOR | {"repeat": BLOCK}, ...],   in program order
    "training": TRAINING,                optional: verify the training step (backward, optimizer) instead
-   "cluster": "h100" | CLUSTER,         optional: the step's cost on it (default "h100" with "training")
+   "cluster": "h100" | CLUSTER,         optional: the step's cost on it (default "h100" with "training");
+                                        "a100", "h100", "h200", "b200", "mi300x": the catalogue's nodes
    "pipeline": PIPELINE,                optional: its first repeated block split over a mesh dim's stages
    "search": SEARCH},                   optional (with "training"): lay out the unannotated plan inputs,
                                         and choose the step's options, as model::search finds best
@@ -91,12 +92,14 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
              "state_element_bytes": 4, "gradient_element_bytes": 4, "master_weights": false,
              "recompute": "none" | "selective" | "full", "keep_gathered_inputs": false}
   CLUSTER: {"links": [{"bandwidth": 5e10, "latency": 1e-5}, ...one per mesh dim], "peak_flops": 9.894e14,
-            "compute_efficiency": 1, "communication_efficiency": 1}
+            "compute_efficiency": 1, "communication_efficiency": 1, "memory_bandwidth": 3.35e12 (bytes/s;
+            0: time FLOPs alone), "memory_efficiency": 1, "memory_capacity": 8e10 (bytes; 0: not given)}
   SEARCH: {"memory_limit": bytes a device (0: none), "candidates": 16, "keep": 3, "max_states": 64,
            "max_work": 1000000000 (the layout search's budget, 0: none: a search that would take more is
            an error), "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false, "co_shard": false}
   PIPELINE: {"mesh_dim": "pp" (or a mesh dim: no tensor split over it), "micro_batches": 1,
-             "schedule": "1f1b" | "gpipe" | "interleaved", "chunks": 1, "stage_layers": [7, 8, ..., 7]}
+             "schedule": "1f1b" | "gpipe" | "interleaved", "chunks": 1, "stage_layers": [7, 8, ..., 7],
+             "overlap_grad_reduce": false, "overlap_param_gather": false}
 Plan response:
   {"tensors": [{"name": "x", ATTR..., "parameter": true, "role": "gradient", "of": 3}, ...],
    "reshards": [{"op": 2, "name": "fc2", "rule": "matmul", "input": 0 (or "output": 0), "tensor": 4,
@@ -117,8 +120,10 @@ Plan response:
            (with "training", "cluster" or "pipeline"; figures per device)
    "pipeline": {"stages": [{"first_layer", "layers", "parameters", "gradients", "optimizer_states",
                             "activations" (per micro-batch), "in_flight", "memory", "flops", "sends",
-                            "send_bytes", "compute_seconds", "communication_seconds", "send_seconds"
-                            (per micro-batch), "optimizer_seconds", "collectives": {COLLECTIVE:
+                            "send_bytes", "compute_seconds", "forward_seconds", "communication_seconds",
+                            "send_seconds" (per micro-batch), "reduction_seconds", "gather_seconds",
+                            "exposed_reduction_seconds", "exposed_gather_seconds", "optimizer_seconds"
+                            (per step), "collectives": {COLLECTIVE:
                             {"count", "bytes", "seconds"}} (per micro-batch, the sends as
                             "send_recv")}, ...],
                 "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds",

@@ -314,9 +314,13 @@ class plan_reader {
   }
 
   model::cluster read_cluster(const json& v) const {
-    if (v == "h100") return model::h100_cluster(mesh_);
-    check_fields(v, "\"cluster\" (\"h100\" or an object)",
-                 {"links", "peak_flops", "compute_efficiency", "communication_efficiency"});
+    if (v.is_string()) {
+      if (const model::system* s = model::system_named(v.get_ref<const std::string&>())) return model::cluster_of(*s, mesh_);
+      bad_request("cluster " + shown(v) + " is not in the catalogue: \"a100\", \"h100\", \"h200\", \"b200\", \"mi300x\"");
+    }
+    check_fields(v, "\"cluster\" (a system's name or an object)",
+                 {"links", "peak_flops", "compute_efficiency", "communication_efficiency", "memory_bandwidth",
+                  "memory_efficiency", "memory_capacity"});
     model::cluster c;
     const auto number = [](const json& x, const std::string& what) {
       if (!x.is_number()) bad_request(what + " must be a number");
@@ -336,6 +340,9 @@ class plan_reader {
     if (v.contains("compute_efficiency")) c.compute_efficiency = number(v.at("compute_efficiency"), "cluster.compute_efficiency");
     if (v.contains("communication_efficiency"))
       c.communication_efficiency = number(v.at("communication_efficiency"), "cluster.communication_efficiency");
+    if (v.contains("memory_bandwidth")) c.memory_bandwidth = number(v.at("memory_bandwidth"), "cluster.memory_bandwidth");
+    if (v.contains("memory_efficiency")) c.memory_efficiency = number(v.at("memory_efficiency"), "cluster.memory_efficiency");
+    if (v.contains("memory_capacity")) c.memory_capacity = number(v.at("memory_capacity"), "cluster.memory_capacity");
     return c;
   }
 
@@ -419,7 +426,9 @@ class plan_reader {
   // ---- pipeline ----
   model::pipeline_options read_pipeline(const json& v) const {
     model::pipeline_options o;
-    check_fields(v, "\"pipeline\"", {"mesh_dim", "micro_batches", "schedule", "chunks", "stage_layers"});
+    check_fields(v, "\"pipeline\"",
+                 {"mesh_dim", "micro_batches", "schedule", "chunks", "stage_layers", "overlap_grad_reduce",
+                  "overlap_param_gather"});
     if (!v.contains("mesh_dim")) bad_request("\"pipeline\" needs \"mesh_dim\", the mesh dim (or its name) of the stages");
     o.mesh_dim = mesh_dim(v.at("mesh_dim"), "pipeline.mesh_dim");
     if (v.contains("micro_batches")) o.micro_batches = to_int(v.at("micro_batches"), "pipeline.micro_batches");
@@ -431,6 +440,12 @@ class plan_reader {
       else if (s == "interleaved") o.schedule = model::pipeline_schedule::interleaved;
       else bad_request("pipeline.schedule must be \"gpipe\", \"1f1b\" or \"interleaved\", not " + shown(s));
     }
+    for (auto [key, flag] : {std::pair{"overlap_grad_reduce", &model::pipeline_options::overlap_grad_reduce},
+                             std::pair{"overlap_param_gather", &model::pipeline_options::overlap_param_gather}})
+      if (v.contains(key)) {
+        if (!v.at(key).is_boolean()) bad_request(std::string("pipeline.") + key + " must be true or false");
+        o.*flag = v.at(key).get<bool>();
+      }
     if (v.contains("stage_layers")) {
       const json& l = v.at("stage_layers");
       if (!l.is_array() || l.size() > model::max_stages)
@@ -463,6 +478,11 @@ class plan_reader {
                         {"compute_seconds", t.compute_seconds},
                         {"communication_seconds", t.communication_seconds},
                         {"send_seconds", t.send_seconds},
+                        {"forward_seconds", t.forward_seconds},
+                        {"reduction_seconds", t.reduction_seconds},
+                        {"gather_seconds", t.gather_seconds},
+                        {"exposed_reduction_seconds", t.exposed_reduction_seconds},
+                        {"exposed_gather_seconds", t.exposed_gather_seconds},
                         {"optimizer_seconds", t.optimizer_seconds},
                         {"collectives", collectives}});
     }

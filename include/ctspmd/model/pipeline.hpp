@@ -34,11 +34,20 @@
 /// - Memory of a stage: its parameters, gradients and optimizer states, and its layers'
 ///   activations kept per micro-batch times the micro-batches in flight. Transient buffers are
 ///   not counted (the step's own peak, `step_cost::memory().peak`, has them).
-/// - Time: a micro-batch through stage r (forward and backward) takes its FLOPs (the recomputed
-///   forward's too) / (peak × efficiency), its collectives, and its sends (latency + bytes /
+/// - Time: a micro-batch through stage r (forward and backward) takes its kernels (the recomputed
+///   forward's too; the cluster's roofline, `cluster::work_seconds`, a layer's the block's divided
+///   by its count), its collectives, and its sends (latency + bytes /
 ///   bandwidth of the pipeline mesh dim's link each); the step takes (m + (p − 1)/v) × the slowest
 ///   stage's time (v = 1 unless interleaved) plus the slowest stage's optimizer step. The bubble
 ///   is (p − 1)/(v·m) of the ideal m × that time: (p − 1)/m under GPipe and 1F1B.
+/// - The optimizer step of a stage: its kernels, and the optimizer's collectives it waits for:
+///   the gradients' reductions over the data-parallel dims and the updated parameters'
+///   all-gathers (ZeRO). With `overlap_grad_reduce` (Megatron's flag) the reductions run while
+///   the stage's last micro-batch goes backward, and on stage r (which ends r/v backward passes
+///   of the slowest stage before the first stage does) during that wait too; with
+///   `overlap_param_gather` the gathers run while the next step's first micro-batch goes forward,
+///   after r/v forward passes of warm-up. Only what is longer shows. The collectives inside
+///   forward and backward (tensor and context parallelism's) and the sends overlap nothing.
 ///
 /// Each violation of the above is an `spmd_error` at run time, a compile error in a constant
 /// expression, naming what is wrong. `pipeline` computes its cost on the stack; for a plan of
@@ -78,6 +87,10 @@ struct pipeline_options {
   std::int64_t chunks = 1;  ///< v, chunks of layers a stage holds (interleaved)
   /// The layers of each stage, or all 0: an even split.
   std::array<std::int64_t, max_stages> stage_layers{};
+  /// Megatron's `overlap_grad_reduce`: a stage's gradient reductions run while its last
+  /// micro-batch's backward pass does; `overlap_param_gather`: its updated parameters' all-gathers
+  /// while the next step's first forward pass does (see the file comment).
+  bool overlap_grad_reduce = false, overlap_param_gather = false;
 };
 
 /// One stage: per device of it. Per micro-batch: activations, FLOPs, sends and their times;
@@ -91,7 +104,12 @@ struct stage_report {
   std::int64_t flops = 0;        ///< forward, backward and recomputed, per micro-batch
   std::int64_t sends = 0, send_bytes = 0;  ///< point-to-point sends per micro-batch, both directions
   double compute_seconds = 0, communication_seconds = 0, send_seconds = 0;  ///< per micro-batch
-  double optimizer_seconds = 0;                                             ///< per step
+  double forward_seconds = 0;  ///< the forward pass's part of `compute_seconds`
+  /// Per step: the optimizer's gradient reductions and parameter all-gathers, what of them the
+  /// step waits for (the rest overlapped), and the optimizer step: its kernels and what it waits for.
+  double reduction_seconds = 0, gather_seconds = 0;
+  double exposed_reduction_seconds = 0, exposed_gather_seconds = 0;
+  double optimizer_seconds = 0;
   /// Per micro-batch, forward and backward, by kind over all mesh dims: its operators'
   /// collectives (their time is `communication_seconds`) and, as `collective::send_recv`, its
   /// sends (`sends`, `send_bytes`, `send_seconds`).
@@ -269,7 +287,8 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
       bad("the pipeline's mesh dim {} sends between stages, but its link has no bandwidth", o.mesh_dim);
     st.send_seconds =
         st.sends > 0 ? c.seconds(o.mesh_dim, static_cast<double>(st.sends), static_cast<double>(st.send_bytes)) : 0.0;
-    st.compute_seconds = c.compute_seconds(static_cast<double>(st.flops));
+    st.compute_seconds = c.work_seconds(body.work) / static_cast<double>(layers) * static_cast<double>(n) +
+                         (head ? c.work_seconds(before.work) : 0.0) + (tail ? c.work_seconds(after.work) : 0.0);
     for (std::size_t k = 0; k < collective_count; ++k) {
       auto& e = st.collectives[k];
       for (std::size_t d = 0; d < max_mesh_ndim; ++d) {
@@ -289,10 +308,15 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
     done += n;
     st.collectives[static_cast<std::size_t>(collective::send_recv)] = {static_cast<std::size_t>(st.sends), st.send_bytes,
                                                                        st.send_seconds};
-    const std::int64_t optimizer_flops = sum3(share(body.optimizer_flops, n), extra(&split_part::optimizer_flops), 0);
-    st.optimizer_seconds = c.compute_seconds(static_cast<double>(optimizer_flops)) +
-                           body.optimizer_communication_seconds / static_cast<double>(layers) * static_cast<double>(n) +
-                           extra_seconds(&split_part::optimizer_communication_seconds);
+    st.forward_seconds = c.work_seconds(body.forward_work) / static_cast<double>(layers) * static_cast<double>(n) +
+                         (head ? c.work_seconds(before.forward_work) : 0.0) + (tail ? c.work_seconds(after.forward_work) : 0.0);
+    st.reduction_seconds = body.reduction_seconds / static_cast<double>(layers) * static_cast<double>(n) +
+                           extra_seconds(&split_part::reduction_seconds);
+    st.gather_seconds = body.gather_seconds / static_cast<double>(layers) * static_cast<double>(n) +
+                        extra_seconds(&split_part::gather_seconds);
+    st.optimizer_seconds = c.work_seconds(body.optimizer_work) / static_cast<double>(layers) * static_cast<double>(n) +
+                           (head ? c.work_seconds(before.optimizer_work) : 0.0) +
+                           (tail ? c.work_seconds(after.optimizer_work) : 0.0);
     const std::int64_t ahead = p - s < m ? p - s : m;
     st.in_flight = o.schedule == pipeline_schedule::gpipe ? static_cast<double>(m)
                    : interleaved ? static_cast<double>(ahead) *
@@ -308,6 +332,26 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
     st.memory = detail::saturating_sum(st.persistent(), kept_bytes);
     if (st.memory > out.stages_[out.peak_stage_].memory) out.peak_stage_ = static_cast<std::size_t>(s);
     if (st.micro_batch_seconds() > slowest) slowest = st.micro_batch_seconds();
+  }
+  // What each stage's optimizer step waits for: its reductions and gathers less what overlaps
+  // (the last backward pass and the cool-down before the first stage's ends; the first forward
+  // pass and the warm-up before it), then its kernels.
+  double slowest_forward = 0, slowest_backward = 0;
+  for (std::int64_t s = 0; s < p; ++s) {
+    const auto& st = out.stages_[static_cast<std::size_t>(s)];
+    if (st.micro_batch_seconds() == slowest) {
+      slowest_forward = st.forward_seconds;
+      slowest_backward = st.compute_seconds - st.forward_seconds;
+    }
+  }
+  for (std::int64_t s = 0; s < p; ++s) {
+    auto& st = out.stages_[static_cast<std::size_t>(s)];
+    const double wait = static_cast<double>(s) / static_cast<double>(v);
+    const double behind_backward = o.overlap_grad_reduce ? st.compute_seconds - st.forward_seconds + wait * slowest_backward : 0;
+    const double behind_forward = o.overlap_param_gather ? st.forward_seconds + wait * slowest_forward : 0;
+    st.exposed_reduction_seconds = st.reduction_seconds > behind_backward ? st.reduction_seconds - behind_backward : 0;
+    st.exposed_gather_seconds = st.gather_seconds > behind_forward ? st.gather_seconds - behind_forward : 0;
+    st.optimizer_seconds += st.exposed_reduction_seconds + st.exposed_gather_seconds;
     if (st.optimizer_seconds > slowest_optimizer) slowest_optimizer = st.optimizer_seconds;
   }
   out.bubble_ = static_cast<double>(p - 1) / (static_cast<double>(v) * static_cast<double>(m));

@@ -543,8 +543,13 @@ class layout_search {
       grouped |= group;
       if (!moves_data(kind) || n == 1) continue;
       const auto& info = p_.tensor_at(t);
-      const auto bytes = reshard_bytes(kind, info.shape, info.element_bytes, from, n);
-      s += 2 * seconds(m, static_cast<double>(bytes));  // and backward's mirror
+      const auto bytes = static_cast<double>(reshard_bytes(kind, info.shape, info.element_bytes, from, n));
+      // the collective and backward's mirror: the same again, but for a gather the gathered
+      // gradient's all-reduce (twice its bytes) and, unless kept, the gather again
+      // (model/cost/memory.hpp)
+      const double collectives = kind != collective::all_gather ? 2 : o_.training.keep_gathered_inputs ? 2 : 3;
+      const double sent = kind != collective::all_gather ? 2 * bytes : (o_.training.keep_gathered_inputs ? 3 : 4) * bytes;
+      s += c_.seconds(m, collectives, sent, "search");
     }
     return s;
   }
@@ -563,15 +568,16 @@ class layout_search {
     for (size_t d = 0; d < shape.size(); ++d) n *= static_cast<double>(local(shape, a, static_cast<std::int64_t>(d)));
     return n;
   }
-  // FLOPs a device computes for the operator, from its inputs as it reads them (`in`) and its
-  // outputs (`out`): its rule's, as the cost counts them (rules/kit/cost_traits.hpp).
-  constexpr double flops(const operator_info& op, const dist_attrs& in, const dist_attrs& out) const {
+  // The seconds a device computes the operator, from its inputs as it reads them (`in`) and its
+  // outputs (`out`): its rule's FLOPs and bytes, as the cost counts them
+  // (rules/kit/cost_traits.hpp), on the cluster's roofline.
+  constexpr double kernel_seconds(const operator_info& op, const dist_attrs& in, const dist_attrs& out) const {
     local_operands li, lo;
     for (size_t k = 0; k < op.inputs.size(); ++k)
       li.push_back(p_.tensor_at(op.inputs[k]).shape, in[k], p_.tensor_at(op.inputs[k]).element_bytes);
     for (size_t j = 0; j < op.outputs.size(); ++j)
       lo.push_back(p_.tensor_at(op.outputs[j]).shape, out[j], p_.tensor_at(op.outputs[j]).element_bytes);
-    return static_cast<double>(op.flops(li, lo));
+    return c_.kernel_seconds(static_cast<double>(op.flops(li, lo)), static_cast<double>(op.bytes(li, lo)), "search");
   }
 
   // Phase 0: the full search, `max_states` wide, once per layout of the first repeated block's
@@ -805,7 +811,7 @@ class layout_search {
         sync += seconds(m, 2 * (n - 1) / n * bytes);
       }
     }
-    const double compute = c_.compute_seconds(flops(op, *need, (pinned ? again_ : fwd_).outputs), "search");
+    const double compute = kernel_seconds(op, *need, (pinned ? again_ : fwd_).outputs);
     r.cost = static_cast<double>(stp.weight) * (comm + 3 * compute + sync);
     for (size_t j = 0; j < op.outputs.size(); ++j) r.out.push_back(intern(fwd_.outputs[j]));
     r.ran = true;

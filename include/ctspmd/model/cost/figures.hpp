@@ -11,6 +11,7 @@
 
 #include <ctspmd/core/error.hpp>
 #include <ctspmd/core/saturating.hpp>
+#include <ctspmd/model/cluster.hpp>
 #include <ctspmd/model/collective.hpp>
 #include <ctspmd/model/plan.hpp>
 
@@ -70,10 +71,14 @@ class kept_tensor_list {
 struct split_part {
   std::int64_t parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
   std::int64_t flops = 0, optimizer_flops = 0;
-  /// Forward and backward collectives by kind and mesh dim; the optimizer's by mesh dim.
+  work_profile work{}, optimizer_work{};  ///< the same FLOPs with their bytes
+  work_profile forward_work{};            ///< the forward pass's (its first run, not recomputed)
+  /// Forward and backward collectives by kind and mesh dim.
   collective_total collectives[collective_count][max_mesh_ndim] = {};
-  collective_total optimizer_sends[max_mesh_ndim] = {};
-  double communication_seconds = 0, optimizer_communication_seconds = 0;
+  /// The optimizer's by mesh dim: its gradients' reductions (reduce-scatters, all-reduces), and
+  /// the rest (the updated parameters' all-gathers).
+  collective_total reductions[max_mesh_ndim] = {}, gathers[max_mesh_ndim] = {};
+  double communication_seconds = 0, reduction_seconds = 0, gather_seconds = 0;
 };
 
 namespace detail {
@@ -83,6 +88,7 @@ struct cost_figures {
   std::array<std::int64_t, max_blocks> kept_in_block{};  ///< the bytes each forward block keeps
   std::array<std::int64_t, phase_count> flops{};
   std::int64_t recompute_flops = 0;
+  work_profile work{};  ///< the hardware FLOPs (recomputed forward and optimizer included) with their bytes
   collective_total table[phase_count][collective_count][max_mesh_ndim] = {};
   std::array<split_part, 3> parts{};
   std::int64_t boundary_bytes = 0;  ///< the split block output's local bytes

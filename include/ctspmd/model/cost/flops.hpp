@@ -9,7 +9,9 @@
 /// of model FLOPs); views, data movement and reshard points (reshape, transpose, assign, slice,
 /// concat, gathers, embeddings, ...) none; any other operator one per output element.
 /// `model_flops()` is forward + backward; `hardware_flops()` adds the recomputed forward
-/// (`model/cost/memory.hpp`: which operators are recomputed) and the optimizer.
+/// (`model/cost/memory.hpp`: which operators are recomputed) and the optimizer. **Work**
+/// (`work_profile`): the same FLOPs with the bytes each operator reads and writes (its rule's
+/// `bytes`), which a cluster's roofline times.
 
 #include <cstddef>
 #include <cstdint>
@@ -58,20 +60,25 @@ class flops_count : public traffic_count<T, O, R> {
     }
     for (auto t : op.outputs) out.push_back(p_.tensor_at(t).shape, r_.attr({t}), p_.tensor_at(t).element_bytes, elements_[t]);
   }
-  /// Operator i's FLOPs on a device: its rule's (rules/kit/cost_traits.hpp).
-  constexpr std::int64_t op_flops(size_t i) const {
+  /// Counts operator i's FLOPs, and with them the bytes it reads and writes: its rule's
+  /// (rules/kit/cost_traits.hpp).
+  constexpr void count_flops(size_t i) {
     local_operands in, out;
     local_operands_of(i, in, out);
-    return p_.op_at(i).flops(in, out);
-  }
-  constexpr void count_flops(size_t i) {
-    const std::int64_t f = saturating_product(op_flops(i), runs(i));
-    auto& total = out_.flops[static_cast<size_t>(p_.op_at(i).phase)];
+    const auto& op = p_.op_at(i);
+    const std::int64_t once = op.flops(in, out), bytes = op.bytes(in, out), n = runs(i);
+    const std::int64_t f = saturating_product(once, n);
+    auto& total = out_.flops[static_cast<size_t>(op.phase)];
     total = saturating_sum(total, f);
+    const std::int64_t times = recomputed(i) ? saturating_product(2, n) : n;
+    out_.work.add(once, bytes, times);
     if (recomputed(i)) out_.recompute_flops = saturating_sum(out_.recompute_flops, f);
     if (auto* part = part_of(i)) {
-      auto& into = p_.op_at(i).phase == phase::optimizer ? part->optimizer_flops : part->flops;
-      into = saturating_sum(into, recomputed(i) ? saturating_product(2, f) : f);
+      const bool optimizer = op.phase == phase::optimizer;
+      auto& into = optimizer ? part->optimizer_flops : part->flops;
+      into = saturating_sum(into, saturating_product(once, times));
+      (optimizer ? part->optimizer_work : part->work).add(once, bytes, times);
+      if (op.phase == phase::forward) part->forward_work.add(once, bytes, n);
     }
   }
 };

@@ -3,8 +3,10 @@
 /// \file A step's time: its counted figures (`model/cost/figures.hpp`) on a cluster, as `step_cost`.
 ///
 /// A collective of B bytes (the ring bytes the report gives) on mesh dim m takes its cluster's
-/// `seconds(m, count, B)`: latency + B / (bandwidth x communication efficiency); compute takes
-/// hardware FLOPs / (peak x compute efficiency) (`model/cluster.hpp` owns both formulas). The
+/// `seconds(m, count, B)`: latency + B / (bandwidth x communication efficiency); compute, the
+/// hardware FLOPs' kernels timed by the cluster's roofline (`work_seconds`: FLOPs / (peak x compute
+/// efficiency) or bytes / (memory bandwidth x memory efficiency), whichever is longer, by
+/// arithmetic intensity; `model/cluster.hpp` owns the formulas). The
 /// step takes compute + communication without overlap, the larger of the two with perfect
 /// overlap; MFU is model FLOPs / (step time x peak). Local slices and local partials send
 /// nothing and take no time.
@@ -29,7 +31,7 @@ class step_cost {
   constexpr step_cost(const detail::cost_figures& f, const cluster& c) : f_(f) {
     c.check();
     peak_flops_ = c.peak_flops;
-    compute_seconds_ = c.compute_seconds(static_cast<double>(hardware_flops()));
+    compute_seconds_ = c.work_seconds(f_.work);
     for (auto& by_kind : f_.table)
       for (std::size_t k = 0; k < collective_count; ++k)
         for (std::size_t m = 0; m < max_mesh_ndim; ++m) {
@@ -38,13 +40,12 @@ class step_cost {
           e.seconds = seconds_of(c, m, e.count, e.bytes);
         }
     for (auto& part : f_.parts)
-      for (std::size_t m = 0; m < max_mesh_ndim; ++m)
-        for (std::size_t k = 0; k <= collective_count; ++k) {  // k == collective_count: the optimizer's
-          auto& e = k < collective_count ? part.collectives[k][m] : part.optimizer_sends[m];
-          if (e.count == 0) continue;
-          e.seconds = seconds_of(c, m, e.count, e.bytes);
-          (k < collective_count ? part.communication_seconds : part.optimizer_communication_seconds) += e.seconds;
-        }
+      for (std::size_t m = 0; m < max_mesh_ndim; ++m) {
+        for (std::size_t k = 0; k < collective_count; ++k)
+          part.communication_seconds += time(c, m, part.collectives[k][m]);
+        part.reduction_seconds += time(c, m, part.reductions[m]);
+        part.gather_seconds += time(c, m, part.gathers[m]);
+      }
   }
 
   constexpr const memory_report& memory() const noexcept { return f_.memory; }
@@ -111,6 +112,11 @@ class step_cost {
   constexpr std::int64_t boundary_bytes() const noexcept { return f_.boundary_bytes; }
 
  private:
+  /// Times collectives `e` on mesh dim m, and returns their seconds.
+  static constexpr double time(const cluster& c, std::size_t m, collective_total& e) {
+    if (e.count > 0) e.seconds = seconds_of(c, m, e.count, e.bytes);
+    return e.seconds;
+  }
   /// The time of `count` collectives of `bytes` on mesh dim m.
   static constexpr double seconds_of(const cluster& c, std::size_t m, std::size_t count, std::int64_t bytes) {
     return c.seconds(static_cast<std::int64_t>(m), static_cast<double>(count), static_cast<double>(bytes));

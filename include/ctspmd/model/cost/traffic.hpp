@@ -47,8 +47,9 @@ class traffic_count : public memory_count<T, O, R> {
     };
     into(out_.table[static_cast<size_t>(ph)][static_cast<size_t>(k)][static_cast<size_t>(m)]);
     if (auto* part = part_of(op); part != nullptr && moves_data(k))
-      into(ph == phase::optimizer ? part->optimizer_sends[static_cast<size_t>(m)]
-                                  : part->collectives[static_cast<size_t>(k)][static_cast<size_t>(m)]);
+      into(ph != phase::optimizer ? part->collectives[static_cast<size_t>(k)][static_cast<size_t>(m)]
+           : k == collective::reduce_scatter || k == collective::all_reduce ? part->reductions[static_cast<size_t>(m)]
+                                                                             : part->gathers[static_cast<size_t>(m)]);
   }
   constexpr void reshard_sends(size_t e) {
     const bool stage3 = options_.stage() == 3;
