@@ -289,6 +289,8 @@ constexpr generated make_case(std::uint64_t seed) {
     g.devices.peak_flops = rng.percent(50) ? 1e15 : 3.125e14;
     g.devices.compute_efficiency = rng.percent(50) ? 0.5 : 1.0;
     g.devices.communication_efficiency = rng.percent(50) ? 0.75 : 1.0;
+    g.devices.memory_bandwidth = rng.percent(50) ? 0.0 : 2e12;  // 0: FLOPs alone
+    g.devices.memory_efficiency = rng.percent(50) ? 0.8 : 1.0;
   }
 
   // Sometimes an annotation the mesh refuses, on an outer tensor of rank 2 or more.
@@ -378,7 +380,9 @@ json request_of(const generated& c, const plan_write::written& w) {
     request["cluster"] = {{"links", links},
                           {"peak_flops", c.devices.peak_flops},
                           {"compute_efficiency", c.devices.compute_efficiency},
-                          {"communication_efficiency", c.devices.communication_efficiency}};
+                          {"communication_efficiency", c.devices.communication_efficiency},
+                          {"memory_bandwidth", c.devices.memory_bandwidth},
+                          {"memory_efficiency", c.devices.memory_efficiency}};
   }
   return request;
 }

@@ -3,14 +3,17 @@
 // through model requests (tools/requests/model_request.cpp), and the best are printed.
 //
 // The grid (until the layout search covers whole configurations): a mesh [dp, pp, tp] (tp the
-// innermost, inside a node: h100_cluster gives it NVLink) for every tp of 1, 2, 4, 8 that
+// innermost, inside a node: the catalogue's nodes give it NVLink) for every tp of 1, 2, 4, 8 that
 // divides the key/value heads (and the device count), every pp that divides the layers and the
 // rest, dp what remains; Mixtral and DeepSeek also ep = dp (the experts over the data-parallel
 // devices). Each with Megatron's tensor and sequence parallelism (sp when tp > 1), the layers
 // pipelined over pp (1F1B, one sequence a micro-batch, global batch / dp micro-batches), ZeRO-1
-// over dp with fp32 gradients and master weights, and no or full recomputation. A configuration
+// over dp with fp32 gradients and master weights, the gradients' reduction and the parameters'
+// gathers overlapped (Megatron's flags), and no or full recomputation. A configuration
 // whose peak memory exceeds the device's (80 GiB) is left out; the rest are ranked by step time.
 #include "requests.hpp"
+
+#include <ctspmd/model/cluster.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -26,9 +29,9 @@ namespace {
 using ctspmd_requests::json;
 
 constexpr std::string_view help = R"help(usage: ctspmd-plan --config FILE --devices N [--seq S] [--global-batch B]
-                   [--memory GIB] [--top K] [--json]
+                   [--cluster NAME] [--memory GIB] [--top K] [--json]
 
-How to train the model of a Hugging Face config.json on N devices (8-GPU H100 nodes): every
+How to train the model of a Hugging Face config.json on N devices (8-device nodes): every
 configuration of the grid below is built by the model library and costed, and the best K
 (default 10) that fit the memory (default 80 GiB a device) are printed, fastest first.
 
@@ -37,6 +40,7 @@ configuration of the grid below is built by the model library and costed, and th
   --devices N          the devices to train on
   --seq S              tokens a sequence (default 4096; GPT: at most n_positions)
   --global-batch B     sequences a step (default: 2 x N; rounded to a multiple of dp)
+  --cluster NAME       the nodes: a100, h100 (default), h200, b200, mi300x
   --memory GIB         a device's memory (default 80)
   --top K              the configurations printed (default 10)
   --json               one JSON object instead of the table
@@ -44,11 +48,13 @@ configuration of the grid below is built by the model library and costed, and th
 Grid: mesh [dp, pp, tp], tp in 1, 2, 4, 8 (heads permitting), pp dividing the layers, dp the
 rest (experts: ep = dp); Megatron TP with sequence parallelism, 1F1B pipeline over pp with
 global batch / dp micro-batches of one sequence, ZeRO-1 over dp, fp32 gradients and master
-weights, recomputation none or full. Progress goes to standard error.
+weights, the gradients' reduction and the parameters' gathers overlapped with the backward and
+forward passes (Megatron's --overlap-grad-reduce, --overlap-param-gather), recomputation none or
+full. Progress goes to standard error.
 )help";
 
 struct options {
-  std::string config;
+  std::string config, cluster = "h100";
   std::int64_t devices = 0, seq = 0, global_batch = 0, top = 10;
   double memory_gib = 80;
   bool as_json = false;
@@ -121,8 +127,13 @@ int run(const options& o) {
                           {"gradient_element_bytes", 4},
                           {"master_weights", true},
                           {"recompute", recompute}}},
-                        {"pipeline", {{"mesh_dim", "pp"}, {"micro_batches", batch}, {"schedule", "1f1b"}}},
-                        {"cluster", "h100"}};
+                        {"pipeline",
+                         {{"mesh_dim", "pp"},
+                          {"micro_batches", batch},
+                          {"schedule", "1f1b"},
+                          {"overlap_grad_reduce", true},
+                          {"overlap_param_gather", true}}},
+                        {"cluster", o.cluster}};
         requests.push_back(std::move(request));
         shapes.push_back({dp, pp, tp, batch, recompute, 0, 0, 0});
       }
@@ -212,6 +223,12 @@ int main(int argc, char** argv) {
     const std::string_view v = argv[++i];
     if (a == "--config") {
       o.config = v;
+    } else if (a == "--cluster") {
+      if (ctspmd::model::system_named(v) == nullptr) {
+        std::cerr << "ctspmd-plan: --cluster " << v << " is not in the catalogue: a100, h100, h200, b200, mi300x\n";
+        return 2;
+      }
+      o.cluster = v;
     } else if (a == "--devices" || a == "--seq" || a == "--global-batch" || a == "--top" || a == "--memory") {
       const std::int64_t n = positive(v);
       if (n == 0) {

@@ -59,9 +59,13 @@
 /// estimates (raise `candidates` to widen the net; the runtime tests compare with enumeration of
 /// every assignment). The first block run more than once is searched once per layout of its
 /// input (each a run of the dynamic programming whose cheapest join the candidates), so that its
-/// steady states do not compete in one beam; a later block's input layout is a branch. Memory is
-/// not estimated: a limit filters the exact candidates, so under a tight limit the plan returned
-/// is the best of those that fit, not necessarily the best that fits. A plan input that its first
+/// steady states do not compete in one beam; a later block's input layout is a branch. Memory:
+/// each state carries a lower bound of the persistent bytes its parameters take a device (the
+/// parameter, its gradient, its optimizer's moments and master copy, split over the ZeRO dim
+/// tried), and a state over `memory_limit` by it is dropped, so that the candidates are among the
+/// layouts that can fit; activations and transients are not estimated, so the exact evaluation
+/// still filters the candidates, and under a tight limit the plan returned is the best of those
+/// that fit, not necessarily the best that fits. A plan input that its first
 /// reader cannot take as laid out is resharded on every step, as propagation does for an
 /// annotated one. An input that operators read but the loss does not depend on is chosen like
 /// the others, by its readers' estimate.
@@ -238,6 +242,7 @@ struct search_state {
   static_vector<live_layout, max_live> live{};     ///< by tensor index
   std::array<std::uint16_t, max_search_inputs> code{};  ///< per search input its candidate, or 0xffff
   double estimate = 0;
+  double memory = 0;        ///< a lower bound of the persistent bytes a device holds (see `persistent`)
   std::uint64_t key = 0;    ///< a hash of `live`
   std::uint8_t group = 0;  ///< (in the search's next list: its group of states with the same `live`)
 };
@@ -606,7 +611,7 @@ class layout_search {
   constexpr void finish_step() {
     auto& next = lists_[1 - cur_];
     if (next.empty() && phase_ == 1) {  // greedy's choices reached a dead end: no greedy candidate
-      if (result_.entries.empty())
+      if (result_.entries.empty() && !over_limit_)  // (over the memory limit: no candidate, and no plan fits)
         raise(make_error(error_kind::invalid_argument, p_.op_at(steps_[step_].op).name(),
                          "search: no layouts of the plan's inputs found let operator {} run", steps_[step_].op));
       result_.states = created_;
@@ -690,6 +695,11 @@ class layout_search {
       if (layout == none) return 1;
       next.code[i] = static_cast<std::uint16_t>(code);
       put(next, t, layout);
+      next.memory += static_cast<double>(stp.weight) * persistent(t, layouts_[layout]);
+      if (o_.memory_limit > 0 && next.memory > static_cast<double>(o_.memory_limit)) {  // cannot fit
+        over_limit_ = true;
+        return 1;
+      }
     }
     if (stp.bind) {  // the block's input: the source's layout (greedy), the looped one, or a branch's
       const auto from = find(next, stp.bind_from);
@@ -709,6 +719,28 @@ class layout_search {
       put(next, stp.bind_to, in);
     }
     return run_op(next, step_);
+  }
+  // A lower bound of the bytes a device holds for trainable tensor t laid out as `a` (0 for
+  // another tensor), whatever option the search tries: the parameter, its gradient and its
+  // optimizer's moments (and master copy), all split over the ZeRO dim tried (stage 3) when t is
+  // not split over it already. Kept activations and transients are not counted: a state over the
+  // memory limit by this bound cannot fit, and is dropped.
+  constexpr double persistent(size_t t, const tensor_dist_attr& a) const {
+    const auto& info = p_.tensor_at(t);
+    if (!info.trainable) return 0;
+    const auto& tr = o_.training;
+    const double e = static_cast<double>(info.element_bytes);
+    const double per_element = e + static_cast<double>(tr.gradient_element_bytes > 0 ? tr.gradient_element_bytes : info.element_bytes) +
+                               static_cast<double>(tr.state_element_bytes) * (tr.master_weights ? 3 : 2);
+    std::int64_t zero = o_.zero_dim, also = -1;
+    if (zero < 0) {
+      zero = tr.shard_optimizer_states_on;
+      also = tr.shard_optimizer_states_also_on;
+    }
+    double n = 1;
+    for (auto m : {zero, also})
+      if (m >= 0 && m < p_.mesh().ndim() && !a.shards(m)) n *= static_cast<double>(p_.mesh().dim_size(m));
+    return elements(info.shape, a) * per_element / n;
   }
   // The layout of an annotated plan input not yet read.
   constexpr std::uint16_t held(size_t t) {
@@ -892,6 +924,7 @@ class layout_search {
   size_t cur_ = 0;
   int phase_ = 0;
   size_t step_ = 0, at_ = 0, branch_ = 0, branches_ = 1;
+  bool over_limit_ = false;  // a branch was dropped: its parameters alone exceed the memory limit
   static_vector<std::uint16_t, max_operands + 1> open_{};
   size_t width_ = 1, per_key_ = 1, created_ = 0;
   size_t worst_ = 0;  ///< the dearest state of the next list
