@@ -151,7 +151,7 @@ TEST_CASE("pipeline: errors name what is wrong") {
   fails({.mesh_dim = 0, .micro_batches = 0}, "micro_batches is 0: at least 1");
   fails({.mesh_dim = 0, .chunks = 2}, "chunks is 2: 1, or more under the interleaved schedule");
   fails({.mesh_dim = 0, .micro_batches = 4, .schedule = pipeline_schedule::interleaved, .chunks = 4},
-        "the block's 4 layers do not divide into 8 stages x chunks: give stage_layers");
+        "the block's 4 layers are fewer than 8 stages x chunks: each stage has a layer for each chunk");
   fails({.mesh_dim = 0, .micro_batches = 3, .schedule = pipeline_schedule::interleaved, .chunks = 2},
         "the interleaved schedule needs micro_batches (3) a multiple of the stages (2)");
   fails({.mesh_dim = 0, .stage_layers = {3, 2}}, "stage_layers add up to 5 layers, but the block has 4");
@@ -159,9 +159,13 @@ TEST_CASE("pipeline: errors name what is wrong") {
   fails({.mesh_dim = 0, .stage_layers = {2, 1, 1}}, "stage_layers[2] is 1, but the pipeline has 2 stages");
   fails({.mesh_dim = 0, .micro_batches = 2, .schedule = pipeline_schedule::interleaved, .chunks = 2, .stage_layers = {1, 3}},
         "stage_layers[0] is 1: interleaved, each stage has at least a layer for each of its 2 chunks");
+  // Layers that do not divide into the stages: the one left over goes to the last stage (the
+  // middle ones first, of which two stages have none).
   const auto odd = make_step(3);
-  check_error([&] { (void)model::pipeline(odd, model::propagate(odd), {.mesh_dim = 0}); }, error_kind::invalid_argument,
-              "the block's 3 layers do not divide into 2 stages x chunks: give stage_layers");
+  const auto uneven = model::pipeline(odd, model::propagate(odd), {.mesh_dim = 0});
+  CHECK(uneven.stage(0).layers == 1);
+  CHECK(uneven.stage(1).layers == 2);
+  CHECK(uneven.stage(1).first_layer == 1);
   const auto split = make_step(4, 0);
   check_error([&] { (void)model::pipeline(split, model::propagate(split), {.mesh_dim = 0}); }, error_kind::invalid_argument,
               "is split or partial over the pipeline's mesh dim 0: each stage holds its layers whole");

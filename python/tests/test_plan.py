@@ -260,8 +260,12 @@ def test_pipeline_errors():
         ctspmd.verify_plan(layers(pipeline={"mesh_dim": "pp", "micro_batches": 3, "schedule": "interleaved", "chunks": 2}))
     with pytest.raises(ctspmd.SpmdError, match="no mesh dim is named \"tp\""):
         ctspmd.verify_plan(layers(pipeline={"mesh_dim": "tp"}))
-    with pytest.raises(ctspmd.SpmdError, match="the block's 3 layers do not divide into 2 stages"):
-        ctspmd.verify_plan(layers(3, pipeline={"mesh_dim": "pp"}))
+    with pytest.raises(ctspmd.SpmdError, match="the block's 3 layers are fewer than 4 stages x chunks"):
+        ctspmd.verify_plan(layers(3, pipeline={"mesh_dim": "pp", "micro_batches": 2, "schedule": "interleaved",
+                                               "chunks": 2}))
+    # layers that do not divide into the stages: the one left over on the last stage
+    uneven = ctspmd.verify_plan(layers(3, pipeline={"mesh_dim": "pp"}))
+    assert [s["layers"] for s in uneven["pipeline"]["stages"]] == [1, 2]
 
 
 def unannotated_mlp():
@@ -297,7 +301,10 @@ def test_search_lays_out_an_unannotated_plan():
     assert best["layouts"]["w2"]["dims_mapping"] == [1, -1]
     assert [p["step_seconds"] for p in found["plans"]] == sorted(p["step_seconds"] for p in found["plans"])
     assert found["greedy"]["step_seconds"] > 1.5 * best["step_seconds"]
-    assert found["evaluations"] == 17 * 4   # 17 candidates, without ZeRO and with stages 1 to 3
+    # 17 candidates, without ZeRO and with stages 1 to 3; then (tier 3) each other layout of x, w1
+    # and w2 under the best's options, and the 3 other options on its layouts, none faster
+    assert found["evaluations"] == 17 * 4 + 3 * 6 + 3
+    assert found["improvements"] == []
     # The answer is the best plan's: its layouts, reshards and cost.
     assert report["cost"]["step_seconds"] == pytest.approx(best["step_seconds"], rel=1e-12)
     assert report["totals"]["forward"] == {"all_reduce": {"count": 3, "bytes": 3 * 16384 // 2 * 4096 * 2}}

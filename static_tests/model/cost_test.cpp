@@ -323,6 +323,30 @@ constexpr auto c = model::cost(step, r, fabric);
 static_assert(small::c.flops(phase::forward) == 2 * 4 * 32 * 64 + 4 * 32);
 static_assert(small::c.flops(phase::backward) == 2 * (2 * 4 * 32 * 64) + 4 * 32);
 static_assert(small::c.model_flops() == small::c.flops(phase::forward) + small::c.flops(phase::backward));
+
+// Model FLOPs count a causal attention whole (as utilisation figures do), hardware FLOPs half:
+// q [2, 16, 2, 8] a device, 4 x 512 x 16 = 32,768 FLOPs whole forward, twice that backward.
+namespace causal {
+constexpr auto make_step() {
+  model::plan<16, 8> p(process_mesh({2}));
+  auto q = p.parameter("q", {2, 16, 2, 8}, {-1, -1, -1, -1}), k = p.parameter("k", {2, 16, 2, 8}, {-1, -1, -1, -1}),
+       v = p.parameter("v", {2, 16, 2, 8}, {-1, -1, -1, -1});
+  auto out = p.tensor("out", {2, 16, 2, 8}), probs = p.tensor("probs", {2, 2, 16, 16}), lse = p.tensor("lse", {2, 2, 16});
+  auto seed = p.tensor("seed", {2}, model::int64);
+  p.op<"flash_attention">({q, k, v}, {out, probs, lse, seed}, {.causal = true});
+  return model::training_step(p, out);
+}
+constexpr auto c = model::cost(make_step(), model::verified<make_step>(), small::fabric);
+}  // namespace causal
+static_assert(causal::c.flops(phase::forward) == 32768 / 2 && causal::c.flops(phase::backward) == 2 * 32768 / 2);
+static_assert(causal::c.model_flops() == 3 * 32768);
+// Counted once, timed on another cluster: the same as costed there.
+static_assert(small::c.on(model::h100_cluster(process_mesh({2, 4}))).step_seconds() ==
+              model::cost(small::step, small::r, model::h100_cluster(process_mesh({2, 4}))).step_seconds());
+static_assert(small::c.on(model::h100_cluster(process_mesh({2, 4}))).on(small::fabric).step_seconds() == small::c.step_seconds());
+static_assert(causal::c.hardware_flops() == 3 * 32768 / 2 + causal::c.flops(phase::optimizer));
+static_assert(causal::c.mfu() == static_cast<double>(3 * 32768) / (causal::c.step_seconds() * 1e12));
+
 // The weight's gradient (64 x 32 floats a device) all-reduced over dp: 2 (2-1)/2 of 8 KiB.
 static_assert(small::c.collectives(phase::optimizer, collective::all_reduce, 0).count == 1 &&
               small::c.collectives(phase::optimizer, collective::all_reduce, 0).bytes == 64 * 32 * 4);

@@ -124,7 +124,8 @@ static_assert(constant_evaluates<[] {  // the kinds' times are the stage's commu
   }
 }>);
 // FLOPs: the stages' add up to the step's; the last has the head's too
-static_assert(f1b.stage(0).flops + f1b.stage(1).flops + f1b.stage(2).flops + f1b.stage(3).flops == cost.model_flops());
+static_assert(f1b.stage(0).flops + f1b.stage(1).flops + f1b.stage(2).flops + f1b.stage(3).flops ==
+              cost.flops(model::phase::forward) + cost.flops(model::phase::backward));
 static_assert(f1b.stage(3).flops > f1b.stage(1).flops && f1b.stage(1).flops == f1b.stage(2).flops);
 // the bubble: (p - 1) / m of the ideal time
 static_assert(f1b.bubble_fraction() == 3.0 / 8);
@@ -179,4 +180,17 @@ static_assert(!constant_evaluates<[] {
   return model::pipeline(s, model::propagate(s), {.mesh_dim = 0}).stages();
 }>);
 
+}  // namespace
+
+// Layers that do not divide into the stages: the rest to the middle stages, then the last, then
+// the first.
+namespace {
+constexpr auto split_10_4 = model::detail::even_stage_layers(10, 4);
+static_assert(split_10_4[0] == 2 && split_10_4[1] == 3 && split_10_4[2] == 3 && split_10_4[3] == 2 && split_10_4[4] == 0);
+constexpr auto split_7_2 = model::detail::even_stage_layers(7, 2);
+static_assert(split_7_2[0] == 3 && split_7_2[1] == 4);
+constexpr auto split_11_4 = model::detail::even_stage_layers(11, 4);
+static_assert(split_11_4[0] == 2 && split_11_4[1] == 3 && split_11_4[2] == 3 && split_11_4[3] == 3);
+constexpr auto split_8_4 = model::detail::even_stage_layers(8, 4);
+static_assert(split_8_4[0] == 2 && split_8_4[1] == 2 && split_8_4[2] == 2 && split_8_4[3] == 2);
 }  // namespace

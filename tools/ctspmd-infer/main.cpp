@@ -96,10 +96,12 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
             0: time FLOPs alone), "memory_efficiency": 1, "memory_capacity": 8e10 (bytes; 0: not given)}
   SEARCH: {"memory_limit": bytes a device (0: none), "candidates": 16, "keep": 3, "max_states": 64,
            "max_work": 1000000000 (the layout search's budget, 0: none: a search that would take more is
-           an error), "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false, "co_shard": false}
+           an error), "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false, "co_shard": false,
+           "improve": true (then move one input's layout at a time while the exact step time drops;
+           the answer's "improvements" lists the moves)}
   PIPELINE: {"mesh_dim": "pp" (or a mesh dim: no tensor split over it), "micro_batches": 1,
              "schedule": "1f1b" | "gpipe" | "interleaved", "chunks": 1, "stage_layers": [7, 8, ..., 7],
-             "overlap_grad_reduce": false, "overlap_param_gather": false}
+             "overlap_grad_reduce": false, "overlap_param_gather": false, "overlap_tensor_parallel": false}
 Plan response:
   {"tensors": [{"name": "x", ATTR..., "parameter": true, "role": "gradient", "of": 3}, ...],
    "reshards": [{"op": 2, "name": "fc2", "rule": "matmul", "input": 0 (or "output": 0), "tensor": 4,
@@ -121,12 +123,12 @@ Plan response:
    "pipeline": {"stages": [{"first_layer", "layers", "parameters", "gradients", "optimizer_states",
                             "activations" (per micro-batch), "in_flight", "memory", "flops", "sends",
                             "send_bytes", "compute_seconds", "forward_seconds", "communication_seconds",
-                            "send_seconds" (per micro-batch), "reduction_seconds", "gather_seconds",
+                            "exposed_communication_seconds", "send_seconds" (per micro-batch), "reduction_seconds", "gather_seconds",
                             "exposed_reduction_seconds", "exposed_gather_seconds", "optimizer_seconds"
                             (per step), "collectives": {COLLECTIVE:
                             {"count", "bytes", "seconds"}} (per micro-batch, the sends as
                             "send_recv")}, ...],
-                "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds",
+                "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds", "mfu",
                 "peak_memory", "peak_stage"},   (with "pipeline")
    "search": {"plans": [{"layouts": {"w1": ATTR, ...}, "zero_stage", "recompute", "step_seconds",
                          "peak_memory", "estimate_seconds", "greedy"}, ...] (best first: the answer's plan;

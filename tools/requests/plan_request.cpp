@@ -379,7 +379,7 @@ class plan_reader {
     model::search_options o;
     o.training = training;
     check_fields(v, "\"search\"", {"memory_limit", "candidates", "keep", "max_states", "max_work", "zero_dim", "try_recompute",
-                                   "co_shard"});
+                                   "co_shard", "improve"});
     const auto count = [&](const char* field, std::size_t& into) {
       if (!v.contains(field)) return;
       const auto n = to_int(v.at(field), std::string("search.") + field);
@@ -394,6 +394,7 @@ class plan_reader {
     if (v.contains("zero_dim")) o.zero_dim = mesh_dim(v.at("zero_dim"), "search.zero_dim");
     o.try_recompute = flag(v, "try_recompute", "search.");
     o.co_shard = flag(v, "co_shard", "search.");
+    o.improve = !v.contains("improve") || flag(v, "improve", "search.");
     return o;
   }
   json searched_json(const model::searched_plan& p) const {
@@ -420,6 +421,14 @@ class plan_reader {
     for (const auto& p : r.plans) plans.push_back(searched_json(p));
     json out = {{"plans", plans}, {"states", r.states}, {"work", r.work}, {"evaluations", r.evaluations}, {"infeasible", r.infeasible}};
     if (r.greedy_feasible) out["greedy"] = searched_json(r.greedy);
+    json moves = json::array();
+    for (const auto& m : r.improvements)
+      moves.push_back({{"tensor", std::string(plan_->tensor_at(m.tensor.index).name)},
+                       {"from", attr_json(m.from, mesh_, form_)},
+                       {"to", attr_json(m.to, mesh_, form_)},
+                       {"before_seconds", m.before},
+                       {"after_seconds", m.after}});
+    out["improvements"] = moves;
     return out;
   }
 
@@ -428,7 +437,7 @@ class plan_reader {
     model::pipeline_options o;
     check_fields(v, "\"pipeline\"",
                  {"mesh_dim", "micro_batches", "schedule", "chunks", "stage_layers", "overlap_grad_reduce",
-                  "overlap_param_gather"});
+                  "overlap_param_gather", "overlap_tensor_parallel"});
     if (!v.contains("mesh_dim")) bad_request("\"pipeline\" needs \"mesh_dim\", the mesh dim (or its name) of the stages");
     o.mesh_dim = mesh_dim(v.at("mesh_dim"), "pipeline.mesh_dim");
     if (v.contains("micro_batches")) o.micro_batches = to_int(v.at("micro_batches"), "pipeline.micro_batches");
@@ -441,7 +450,8 @@ class plan_reader {
       else bad_request("pipeline.schedule must be \"gpipe\", \"1f1b\" or \"interleaved\", not " + shown(s));
     }
     for (auto [key, flag] : {std::pair{"overlap_grad_reduce", &model::pipeline_options::overlap_grad_reduce},
-                             std::pair{"overlap_param_gather", &model::pipeline_options::overlap_param_gather}})
+                             std::pair{"overlap_param_gather", &model::pipeline_options::overlap_param_gather},
+                             std::pair{"overlap_tensor_parallel", &model::pipeline_options::overlap_tensor_parallel}})
       if (v.contains(key)) {
         if (!v.at(key).is_boolean()) bad_request(std::string("pipeline.") + key + " must be true or false");
         o.*flag = v.at(key).get<bool>();
@@ -479,6 +489,7 @@ class plan_reader {
                         {"communication_seconds", t.communication_seconds},
                         {"send_seconds", t.send_seconds},
                         {"forward_seconds", t.forward_seconds},
+                        {"exposed_communication_seconds", t.exposed_communication_seconds},
                         {"reduction_seconds", t.reduction_seconds},
                         {"gather_seconds", t.gather_seconds},
                         {"exposed_reduction_seconds", t.exposed_reduction_seconds},
@@ -492,6 +503,7 @@ class plan_reader {
             {"bubble_fraction", pr.bubble_fraction()},
             {"ideal_seconds", pr.ideal_seconds()},
             {"step_seconds", pr.step_seconds()},
+            {"mfu", pr.mfu()},
             {"peak_memory", pr.peak_memory()},
             {"peak_stage", pr.peak_stage()}};
   }

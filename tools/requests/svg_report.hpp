@@ -360,7 +360,7 @@ inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& 
     const auto m = pipe.at("micro_batches").get<std::int64_t>();
     std::vector<double> stage_seconds;
     for (const auto& s : pipe.at("stages"))
-      stage_seconds.push_back(s.at("compute_seconds").get<double>() + s.at("communication_seconds").get<double>() +
+      stage_seconds.push_back(s.at("compute_seconds").get<double>() + s.at("exposed_communication_seconds").get<double>() +
                               s.at("send_seconds").get<double>());
     char heading[160];
     std::snprintf(heading, sizeof heading, "Pipeline schedule (%s, %lld micro-batches): bubble %.1f%%, step %s",

@@ -10,9 +10,10 @@
 ///
 /// Mesh dim `mesh_dim` (p devices) holds the stages. No tensor may be split or partial over it:
 /// each stage holds its layers whole, the other mesh dims shard them as the plan says. The
-/// plan's first repeated forward block (its runs, the layers) is split over the stages: evenly
-/// (its count a multiple of p), or by `stage_layers` (Llama 3 gives the first and last stages one
-/// layer fewer). What comes before the block (the embedding) is on the first stage, what comes
+/// plan's first repeated forward block (its runs, the layers) is split over the stages: by
+/// `stage_layers` (Llama 3 gives the first and last stages one layer fewer), or as evenly as the
+/// count allows: L/p layers a stage, and one more for each of the L mod p left, the middle
+/// stages first, then the last, then the first (which hold the head and the embedding too). What comes before the block (the embedding) is on the first stage, what comes
 /// after it (the head and the loss) on the last; their backward and optimizer operators with
 /// them. The figures are per device of a stage, from the step's cost split into those three
 /// parts (`split_part`, `<ctspmd/model/cost.hpp>`): a layer's are the block's divided by its count.
@@ -22,9 +23,9 @@
 ///   activations), 1F1B (stage r keeps min(p - r, m)), and interleaved 1F1B (each stage holds
 ///   `chunks` (v) chunks of the layers, stage r's j-th the (j·p + r)-th of p·v equal chunks; stage
 ///   r keeps min(p - r, m) × (1 + (p - 1)/(p·v)) micro-batches' worth, Narayanan et al. 2021).
-///   Interleaving needs m to be a multiple of p, and the layers to divide into p·v chunks or a
-///   stage map giving each stage at least v layers: stage r's n_r layers then make its v chunks,
-///   the first n_r mod v of them one layer longer (the time below takes a stage's chunks alike).
+///   Interleaving needs m to be a multiple of p and each stage to hold at least v layers: stage
+///   r's n_r layers make its v chunks, the first n_r mod v of them one layer longer (the time
+///   below takes a stage's chunks alike).
 /// - Sends: at each stage boundary, per micro-batch, the block output's local part goes forward
 ///   and its gradient backward, point to point over the pipeline's mesh dim (a stage's
 ///   `collectives` list them as `collective::send_recv`): b·s·h elements, a t-th of them when
@@ -46,8 +47,12 @@
 ///   the stage's last micro-batch goes backward, and on stage r (which ends r/v backward passes
 ///   of the slowest stage before the first stage does) during that wait too; with
 ///   `overlap_param_gather` the gathers run while the next step's first micro-batch goes forward,
-///   after r/v forward passes of warm-up. Only what is longer shows. The collectives inside
-///   forward and backward (tensor and context parallelism's) and the sends overlap nothing.
+///   after r/v forward passes of warm-up. Only what is longer shows. With
+///   `overlap_tensor_parallel` (Megatron's `tp_comm_overlap`) the collectives inside a
+///   micro-batch's forward and backward (tensor, sequence and context parallelism's) run under its
+///   kernels and only what is longer shows; without, they add to them. Sends overlap nothing.
+/// - MFU: the step's model FLOPs (a causal attention counted whole, as published figures count
+///   it) over all micro-batches, a device's share, / (step time × peak).
 ///
 /// Each violation of the above is an `spmd_error` at run time, a compile error in a constant
 /// expression, naming what is wrong. `pipeline` computes its cost on the stack; for a plan of
@@ -91,6 +96,9 @@ struct pipeline_options {
   /// micro-batch's backward pass does; `overlap_param_gather`: its updated parameters' all-gathers
   /// while the next step's first forward pass does (see the file comment).
   bool overlap_grad_reduce = false, overlap_param_gather = false;
+  /// Megatron's `tp_comm_overlap`: the collectives inside a micro-batch's forward and backward
+  /// passes (tensor and sequence parallelism's) run under its kernels; only what is longer shows.
+  bool overlap_tensor_parallel = false;
 };
 
 /// One stage: per device of it. Per micro-batch: activations, FLOPs, sends and their times;
@@ -105,6 +113,8 @@ struct stage_report {
   std::int64_t sends = 0, send_bytes = 0;  ///< point-to-point sends per micro-batch, both directions
   double compute_seconds = 0, communication_seconds = 0, send_seconds = 0;  ///< per micro-batch
   double forward_seconds = 0;  ///< the forward pass's part of `compute_seconds`
+  /// What of `communication_seconds` a micro-batch waits for (all of it unless overlapped).
+  double exposed_communication_seconds = 0;
   /// Per step: the optimizer's gradient reductions and parameter all-gathers, what of them the
   /// step waits for (the rest overlapped), and the optimizer step: its kernels and what it waits for.
   double reduction_seconds = 0, gather_seconds = 0;
@@ -119,7 +129,9 @@ struct stage_report {
     return detail::saturating_sum(detail::saturating_sum(parameters, gradients), optimizer_states);
   }
   /// A micro-batch's forward and backward through the stage.
-  constexpr double micro_batch_seconds() const noexcept { return compute_seconds + communication_seconds + send_seconds; }
+  constexpr double micro_batch_seconds() const noexcept {
+    return compute_seconds + exposed_communication_seconds + send_seconds;
+  }
 };
 
 class pipeline_report;
@@ -144,6 +156,9 @@ class pipeline_report {
   constexpr double ideal_seconds() const noexcept { return ideal_; }
   /// The step's time with the bubble.
   constexpr double step_seconds() const noexcept { return step_; }
+  /// Model FLOPs utilisation: the step's model FLOPs (`step_cost::model_flops`, every
+  /// micro-batch's, a device's share of them) / (step time x peak FLOP/s).
+  constexpr double mfu() const noexcept { return mfu_; }
   /// The largest stage memory, and its stage.
   constexpr std::int64_t peak_memory() const noexcept { return stages_[peak_stage_].memory; }
   constexpr std::size_t peak_stage() const noexcept { return peak_stage_; }
@@ -157,7 +172,7 @@ class pipeline_report {
   std::array<stage_report, max_stages> stages_{};
   std::size_t count_ = 0, peak_stage_ = 0;
   std::int64_t micro_batches_ = 0, boundary_bytes_ = 0;
-  double bubble_ = 0, ideal_ = 0, step_ = 0;
+  double bubble_ = 0, ideal_ = 0, step_ = 0, mfu_ = 0;
 };
 
 namespace detail {
@@ -211,11 +226,25 @@ constexpr std::int64_t pipeline_block(const plan<T, O>& step, const propagation<
       sum = saturating_sum(sum, n);
     }
     if (sum != layers) bad("stage_layers add up to {} layers, but the block has {}", sum, layers);
-  } else if (layers % saturating_product(p, v) != 0) {
-    bad("the block's {} layers do not divide into {} stages x chunks: give stage_layers", layers, saturating_product(p, v));
+  } else if (layers < saturating_product(p, v)) {
+    bad("the block's {} layers are fewer than {} stages x chunks: each stage has a layer for each chunk", layers,
+        saturating_product(p, v));
   }
   if (interleaved && m % p != 0) bad("the interleaved schedule needs micro_batches ({}) a multiple of the stages ({})", m, p);
   return block;
+}
+
+/// The layers of each of `p` stages when no stage map is given: `layers / p` each, and one more
+/// for each of the rest, given to the middle stages first, then the last, then the first (which
+/// also hold the head and loss, and the embedding).
+constexpr std::array<std::int64_t, max_stages> even_stage_layers(std::int64_t layers, std::int64_t p) {
+  std::array<std::int64_t, max_stages> out{};
+  for (std::int64_t s = 0; s < p; ++s) out[static_cast<std::size_t>(s)] = layers / p;
+  std::int64_t rest = layers % p;
+  for (std::int64_t s = 1; s + 1 < p && rest > 0; ++s, --rest) ++out[static_cast<std::size_t>(s)];
+  if (rest > 0) ++out[static_cast<std::size_t>(p - 1)], --rest;
+  if (rest > 0) ++out[0];
+  return out;
 }
 
 /// The report of the pipeline `o` describes (checked by `pipeline_block`, which gave `block`),
@@ -232,9 +261,7 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
   const bool interleaved = o.schedule == pipeline_schedule::interleaved;
   bool mapped = false;
   for (auto n : o.stage_layers) mapped = mapped || n != 0;
-  std::array<std::int64_t, max_stages> per_stage{};
-  for (std::int64_t s = 0; s < p; ++s)
-    per_stage[static_cast<std::size_t>(s)] = mapped ? o.stage_layers[static_cast<std::size_t>(s)] : layers / p;
+  const std::array<std::int64_t, max_stages> per_stage = mapped ? o.stage_layers : even_stage_layers(layers, p);
   const split_part &before = cost.part(0), &body = cost.part(1), &after = cost.part(2);
 
   pipeline_report out;
@@ -289,6 +316,9 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
         st.sends > 0 ? c.seconds(o.mesh_dim, static_cast<double>(st.sends), static_cast<double>(st.send_bytes)) : 0.0;
     st.compute_seconds = c.work_seconds(body.work) / static_cast<double>(layers) * static_cast<double>(n) +
                          (head ? c.work_seconds(before.work) : 0.0) + (tail ? c.work_seconds(after.work) : 0.0);
+    st.exposed_communication_seconds =
+        !o.overlap_tensor_parallel ? st.communication_seconds
+        : st.communication_seconds > st.compute_seconds ? st.communication_seconds - st.compute_seconds : 0.0;
     for (std::size_t k = 0; k < collective_count; ++k) {
       auto& e = st.collectives[k];
       for (std::size_t d = 0; d < max_mesh_ndim; ++d) {
@@ -357,6 +387,9 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
   out.bubble_ = static_cast<double>(p - 1) / (static_cast<double>(v) * static_cast<double>(m));
   out.ideal_ = static_cast<double>(m) * slowest + slowest_optimizer;
   out.step_ = (static_cast<double>(m) + static_cast<double>(p - 1) / static_cast<double>(v)) * slowest + slowest_optimizer;
+  if (out.step_ > 0)
+    out.mfu_ = static_cast<double>(cost.model_flops()) * static_cast<double>(m) / static_cast<double>(p) /
+               (out.step_ * c.peak_flops);
   return out;
 }
 

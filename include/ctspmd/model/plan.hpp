@@ -141,6 +141,11 @@ constexpr std::int64_t flops_thunk(cost_kind k, const local_operands& in, const 
   return rule_flops<Rule>(k, in, out, a.template get<typename Rule::attributes>());
 }
 template <class Rule>
+constexpr std::int64_t model_flops_thunk(cost_kind k, const local_operands& in, const local_operands& out,
+                                         const any_attributes& a) {
+  return rule_model_flops<Rule>(k, in, out, a.template get<typename Rule::attributes>());
+}
+template <class Rule>
 constexpr std::int64_t bytes_thunk(cost_kind k, const local_operands& in, const local_operands& out, const any_attributes& a) {
   return rule_bytes<Rule>(k, in, out, a.template get<typename Rule::attributes>());
 }
@@ -148,12 +153,13 @@ constexpr std::int64_t bytes_thunk(cost_kind k, const local_operands& in, const 
 
 /// What an operator costs, from its registry entry (rules/kit/cost_traits.hpp): its rule (an index
 /// into `rules::registered_rules`: `rule == rules::index_of<rules::adamw>`), its kind, and its
-/// rule's FLOPs and bytes.
+/// rule's FLOPs, model FLOPs and bytes.
 struct operator_cost {
   std::size_t rule = rules::registered_rules::size;
   cost_kind kind = cost_kind::compute;
   std::int64_t (*flops)(cost_kind, const local_operands&, const local_operands&, const any_attributes&) = nullptr;
   std::int64_t (*bytes)(cost_kind, const local_operands&, const local_operands&, const any_attributes&) = nullptr;
+  std::int64_t (*model_flops)(cost_kind, const local_operands&, const local_operands&, const any_attributes&) = nullptr;
 };
 
 namespace detail {
@@ -161,7 +167,8 @@ namespace detail {
 template <std::size_t Entry>
 inline constexpr operator_cost cost_at = [] {
   using rule = rules::registered_rule<rules::registry[Entry].rule>;
-  return operator_cost{rules::registry[Entry].rule, rules::registry[Entry].kind, &flops_thunk<rule>, &bytes_thunk<rule>};
+  return operator_cost{rules::registry[Entry].rule, rules::registry[Entry].kind, &flops_thunk<rule>, &bytes_thunk<rule>,
+                       &model_flops_thunk<rule>};
 }();
 }  // namespace detail
 
@@ -256,6 +263,7 @@ struct training_options {
   constexpr std::int64_t stage() const noexcept {
     return shard_optimizer_states_on < 0 ? 0 : zero_stage == 0 ? 1 : zero_stage;
   }
+  friend constexpr bool operator==(const training_options&, const training_options&) = default;
 };
 
 /// The phase of a training step an operator belongs to (a forward plan's are all `forward`).
@@ -306,6 +314,10 @@ struct operator_info {
   }
   constexpr std::int64_t bytes(const local_operands& in, const local_operands& out) const {
     return cost.bytes == nullptr ? 0 : cost.bytes(cost.kind, in, out, attributes);
+  }
+  /// The FLOPs utilisation figures count for it (a causal attention's whole).
+  constexpr std::int64_t model_flops(const local_operands& in, const local_operands& out) const {
+    return cost.model_flops == nullptr ? 0 : cost.model_flops(cost.kind, in, out, attributes);
   }
   /// The label, or the rule's name when there is none.
   constexpr std::string_view name() const noexcept { return label.empty() ? rule : label; }

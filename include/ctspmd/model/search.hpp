@@ -48,6 +48,12 @@
 ///    are applied to the plan, their training steps built, propagated and costed (`cost`), under
 ///    each plan-level option tried; those whose peak memory exceeds `memory_limit` are dropped,
 ///    the rest ranked by `step_seconds()`. The best and the next `keep` are returned.
+/// 3. **Exact improvement** (`improve`, `model::search` only): the best plan's layouts change one
+///    plan input at a time, every other candidate layout of it evaluated exactly under the best
+///    plan's options, and then each option set tried on the layouts as they are; a change that
+///    lowers the exact step time (and fits the memory limit) is kept, and passes repeat until none
+///    does: the result is a local optimum of the exact cost, whatever the estimate missed.
+///    `search_result::improvements` lists the layouts' moves.
 ///
 /// The greedy choice is DTensor's: each operator's undecided inputs take the layouts cheapest
 /// for that operator and what came before it (the same dynamic programming with one state; a
@@ -121,6 +127,9 @@ struct search_options {
   /// 23 batched matmuls with 46 free operands and co-shards on a 4-D mesh, took 1.8 x 10^8 units
   /// (4.4 s). 0: no budget.
   std::size_t max_work = 1'000'000'000;
+  /// Improve the best plan by exact moves (tier 3, see the file comment); `model::search` only
+  /// (`searched`, at compile time, returns tier 2's best).
+  bool improve = true;
 };
 inline constexpr std::size_t max_search_candidates = 16;
 inline constexpr std::size_t max_search_states = 64;
@@ -150,9 +159,20 @@ struct searched_plan {
   constexpr double step_seconds() const noexcept { return cost.step_seconds(); }
 };
 
+/// A move of tier 3 (see the file comment): plan input `tensor` laid out `to` instead of `from`,
+/// which took the step from `before` to `after` seconds.
+struct improvement {
+  tensor_id tensor{};
+  tensor_dist_attr from{}, to{};
+  double before = 0, after = 0;
+};
+/// The most moves a search reports.
+inline constexpr std::size_t max_improvements = 64;
+
 /// What `search` found: the feasible plans, best first, and the greedy choice's best plan.
 struct search_result {
   static_vector<searched_plan, max_search_candidates> plans{};
+  static_vector<improvement, max_improvements> improvements{};  ///< tier 3's moves, in order
   searched_plan greedy{};
   bool greedy_feasible = false;
   std::size_t states = 0;       ///< states the dynamic programming created
@@ -1050,6 +1070,66 @@ constexpr void rank(search_result& r, const searched_plan& p, const search_optio
 
 }  // namespace detail
 
+namespace detail {
+/// Tier 3 (see the file comment): `r`'s best plan, its layouts the codes of entry `e` of `cand`,
+/// improved by exact moves, one plan input's layout at a time.
+template <std::size_t T, std::size_t O>
+constexpr void improve(const plan<T, O>& p, tensor_id loss, const cluster& c, search_candidates cand, std::size_t e,
+                       const search_options& o, const static_vector<training_options, 12>& sets, search_result& r) {
+  heap<searched_plan> best(r.plans[0]), trial;
+  auto& codes = cand.entries[e].code;
+  const auto layout_of = [&](std::size_t i, std::size_t code) {
+    tensor_dist_attr a;
+    return candidate_layout(p.mesh(), p.tensor_at(cand.inputs[i]).shape, code, a, cand.co_shard) ? a : tensor_dist_attr{};
+  };
+  for (bool moved = true; moved && r.improvements.size() < max_improvements;) {
+    moved = false;
+    for (std::size_t i = 0; i < cand.inputs.size() && r.improvements.size() < max_improvements; ++i) {
+      const std::uint16_t was = codes[i];
+      if (was == 0xffff) continue;  // no operator reads it
+      std::uint16_t better = was;
+      const std::size_t n = candidate_codes(p.mesh(), p.tensor_at(cand.inputs[i]).shape);
+      for (std::size_t code = 0; code < n; ++code) {
+        tensor_dist_attr a;
+        if (code == was || !candidate_layout(p.mesh(), p.tensor_at(cand.inputs[i]).shape, code, a, cand.co_shard)) continue;
+        codes[i] = static_cast<std::uint16_t>(code);
+        ++r.evaluations;
+        if (!evaluate(p, loss, c, cand, e, best->training, *trial) ||
+            (o.memory_limit > 0 && trial->cost.memory().peak > o.memory_limit)) {
+          ++r.infeasible;
+          continue;
+        }
+        if (trial->step_seconds() < best->step_seconds() * (1 - 1e-12)) {
+          r.improvements.push_back({tensor_id{cand.inputs[i]}, layout_of(i, better), a, best->step_seconds(),
+                                    trial->step_seconds()});
+          *best = *trial;
+          better = static_cast<std::uint16_t>(code);
+        }
+      }
+      codes[i] = better;
+      moved = moved || better != was;
+    }
+    for (const auto& t : sets) {  // the step's options too, on the layouts as they now are
+      if (t == best->training) continue;
+      ++r.evaluations;
+      if (!evaluate(p, loss, c, cand, e, t, *trial) ||
+          (o.memory_limit > 0 && trial->cost.memory().peak > o.memory_limit)) {
+        ++r.infeasible;
+        continue;
+      }
+      if (trial->step_seconds() < best->step_seconds() * (1 - 1e-12)) {
+        *best = *trial;
+        moved = true;
+      }
+    }
+  }
+  if (best->step_seconds() < r.plans[0].step_seconds()) {
+    best->greedy = false;
+    rank(r, *best, o);
+  }
+}
+}  // namespace detail
+
 /// The cheapest plans for forward plan `p` whose loss is `loss`, on cluster `c` (see the file
 /// comment): layouts for its unannotated inputs and the step's options, exactly costed.
 template <std::size_t T, std::size_t O>
@@ -1065,6 +1145,7 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
   r.states = cand.states;
   r.work = cand.work;
   const auto sets = detail::option_sets(o);
+  std::size_t best_entry = 0;
   for (std::size_t e = 0; e < cand.entries.size(); ++e)
     for (const auto& t : sets) {
       detail::heap<searched_plan> found;
@@ -1074,7 +1155,9 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
         continue;
       }
       detail::rank(r, *found, o);
+      if (r.ok() && r.plans[0].layouts == found->layouts && r.plans[0].training == found->training) best_entry = e;
     }
+  if (o.improve && r.ok()) detail::improve(p, loss, c, cand, best_entry, o, sets, r);
   return r;
 }
 

@@ -253,6 +253,10 @@ struct flash_attention : rule_base<flash_attention, flash_attention_attributes> 
   static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes& a) {
     return attention_flops(in, a.causal);
   }
+  /// Utilisation figures count the whole product, causal or not.
+  static constexpr std::int64_t model_flops(const local_operands& in, const local_operands&, const attributes&) {
+    return attention_flops(in, false);
+  }
   /// Its inputs read, its outputs written, but for the probabilities unless returned (the kernel
   /// never writes them to memory).
   static constexpr std::int64_t bytes(const local_operands& in, const local_operands& out, const attributes& a) {
@@ -340,6 +344,9 @@ struct flash_attention_grad : rule_base<flash_attention_grad, flash_attention_gr
   /// Twice the forward's (the convention of model FLOPs).
   static constexpr std::int64_t flops(const local_operands& in, const local_operands&, const attributes& a) {
     return ctspmd::detail::saturating_product(2, attention_flops(in, a.causal));
+  }
+  static constexpr std::int64_t model_flops(const local_operands& in, const local_operands&, const attributes&) {
+    return ctspmd::detail::saturating_product(2, attention_flops(in, false));
   }
   static constexpr status output_shapes(shape_list& out, spec_span in, const attributes&) {
     return shapes_of(out, in, {0, 1, 2});

@@ -88,6 +88,7 @@ struct cost_figures {
   std::array<std::int64_t, max_blocks> kept_in_block{};  ///< the bytes each forward block keeps
   std::array<std::int64_t, phase_count> flops{};
   std::int64_t recompute_flops = 0;
+  std::int64_t model_flops = 0;  ///< forward and backward, as utilisation figures count them
   work_profile work{};  ///< the hardware FLOPs (recomputed forward and optimizer included) with their bytes
   collective_total table[phase_count][collective_count][max_mesh_ndim] = {};
   std::array<split_part, 3> parts{};

@@ -8,8 +8,10 @@
 /// elements)·(k's length), halved when causal; their grads twice their forward (the convention
 /// of model FLOPs); views, data movement and reshard points (reshape, transpose, assign, slice,
 /// concat, gathers, embeddings, ...) none; any other operator one per output element.
-/// `model_flops()` is forward + backward; `hardware_flops()` adds the recomputed forward
-/// (`model/cost/memory.hpp`: which operators are recomputed) and the optimizer. **Work**
+/// `hardware_flops()` is what a device computes: forward, backward, the recomputed forward
+/// (`model/cost/memory.hpp`: which operators are recomputed) and the optimizer. `model_flops()`
+/// is forward + backward as utilisation (MFU) figures count them: each rule's `model_flops`, a
+/// causal attention's whole product, though the kernel computes half of it. **Work**
 /// (`work_profile`): the same FLOPs with the bytes each operator reads and writes (its rule's
 /// `bytes`), which a cluster's roofline times.
 
@@ -70,6 +72,8 @@ class flops_count : public traffic_count<T, O, R> {
     const std::int64_t f = saturating_product(once, n);
     auto& total = out_.flops[static_cast<size_t>(op.phase)];
     total = saturating_sum(total, f);
+    if (op.phase != phase::optimizer)
+      out_.model_flops = saturating_sum(out_.model_flops, saturating_product(op.model_flops(in, out), n));
     const std::int64_t times = recomputed(i) ? saturating_product(2, n) : n;
     out_.work.add(once, bytes, times);
     if (recomputed(i)) out_.recompute_flops = saturating_sum(out_.recompute_flops, f);

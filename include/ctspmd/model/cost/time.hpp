@@ -39,14 +39,19 @@ class step_cost {
           if (e.count == 0 || !moves_data(static_cast<collective>(k))) continue;
           e.seconds = seconds_of(c, m, e.count, e.bytes);
         }
-    for (auto& part : f_.parts)
+    for (auto& part : f_.parts) {
+      part.communication_seconds = part.reduction_seconds = part.gather_seconds = 0;
       for (std::size_t m = 0; m < max_mesh_ndim; ++m) {
         for (std::size_t k = 0; k < collective_count; ++k)
           part.communication_seconds += time(c, m, part.collectives[k][m]);
         part.reduction_seconds += time(c, m, part.reductions[m]);
         part.gather_seconds += time(c, m, part.gathers[m]);
       }
+    }
   }
+  /// The same step timed on cluster `c`: its figures counted once, timed on many clusters
+  /// (`model::cost(step, r, h100_cluster(mesh)).on(a100_cluster(mesh))`).
+  constexpr step_cost on(const cluster& c) const { return step_cost(f_, c); }
 
   constexpr const memory_report& memory() const noexcept { return f_.memory; }
 
@@ -60,11 +65,13 @@ class step_cost {
   /// `recompute_flops`, excluded).
   constexpr std::int64_t flops(phase ph) const noexcept { return f_.flops[static_cast<std::size_t>(ph)]; }
   constexpr std::int64_t recompute_flops() const noexcept { return f_.recompute_flops; }
-  constexpr std::int64_t model_flops() const noexcept {
-    return detail::saturating_sum(flops(phase::forward), flops(phase::backward));
-  }
+  /// Forward and backward as utilisation figures count them (a causal attention's whole product:
+  /// `model/cost/flops.hpp`), what `mfu()` divides.
+  constexpr std::int64_t model_flops() const noexcept { return f_.model_flops; }
+  /// What a device computes: forward, backward, the recomputed forward and the optimizer.
   constexpr std::int64_t hardware_flops() const noexcept {
-    return detail::saturating_sum(detail::saturating_sum(model_flops(), f_.recompute_flops), flops(phase::optimizer));
+    const auto passes = detail::saturating_sum(flops(phase::forward), flops(phase::backward));
+    return detail::saturating_sum(detail::saturating_sum(passes, f_.recompute_flops), flops(phase::optimizer));
   }
 
   /// The collectives of phase `ph` and `kind` (on mesh dim `m`, or all).

@@ -10,7 +10,10 @@
 /// - `static constexpr std::int64_t flops(const local_operands& in, const local_operands& out,
 ///   const attributes&)`;
 /// - `static constexpr std::int64_t bytes(const local_operands& in, const local_operands& out,
-///   const attributes&)`.
+///   const attributes&)`;
+/// - `static constexpr std::int64_t model_flops(...)`, the same arguments: the FLOPs the
+///   published utilisation figures (MFU) count for it, when they differ from what the device
+///   computes (a causal attention kernel skips the masked half; MFU counts the whole).
 /// What it leaves out follows from its kind:
 /// - `compute`: one FLOP per element of each output that is not a scalar; every operand read
 ///   or written once (its inputs' bytes and its outputs').
@@ -130,6 +133,10 @@ concept HasFlops = requires(const local_operands& l, const typename R::attribute
   { R::flops(l, l, a) } -> std::same_as<std::int64_t>;
 };
 template <class R>
+concept HasModelFlops = requires(const local_operands& l, const typename R::attributes& a) {
+  { R::model_flops(l, l, a) } -> std::same_as<std::int64_t>;
+};
+template <class R>
 concept HasBytes = requires(const local_operands& l, const typename R::attributes& a) {
   { R::bytes(l, l, a) } -> std::same_as<std::int64_t>;
 };
@@ -176,6 +183,15 @@ constexpr std::int64_t rule_flops(cost_kind k, const local_operands& in, const l
     return R::flops(in, out, a);
   else
     return default_flops(k, out);
+}
+/// Rule `R`'s model FLOPs: its own, else its FLOPs.
+template <class R>
+constexpr std::int64_t rule_model_flops(cost_kind k, const local_operands& in, const local_operands& out,
+                                        const typename R::attributes& a) {
+  if constexpr (HasModelFlops<R>)
+    return R::model_flops(in, out, a);
+  else
+    return rule_flops<R>(k, in, out, a);
 }
 template <class R>
 constexpr std::int64_t rule_bytes(cost_kind k, const local_operands& in, const local_operands& out,
