@@ -301,9 +301,9 @@ def test_search_lays_out_an_unannotated_plan():
     assert best["layouts"]["w2"]["dims_mapping"] == [1, -1]
     assert [p["step_seconds"] for p in found["plans"]] == sorted(p["step_seconds"] for p in found["plans"])
     assert found["greedy"]["step_seconds"] > 1.5 * best["step_seconds"]
-    # 17 candidates, without ZeRO and with stages 1 to 3; then (tier 3) each other layout of x, w1
-    # and w2 under the best's options, and the 3 other options on its layouts, none faster
-    assert found["evaluations"] == 17 * 4 + 3 * 6 + 3
+    # 17 candidates, without ZeRO and with stages 1 to 3; then (tier 3) from the two best, each
+    # other layout of x, w1 and w2 under their options, and the other options: none faster
+    assert found["evaluations"] >= 17 * 4 + 2 * (3 * 6 + 3)
     assert found["improvements"] == []
     # The answer is the best plan's: its layouts, reshards and cost.
     assert report["cost"]["step_seconds"] == pytest.approx(best["step_seconds"], rel=1e-12)

@@ -20,7 +20,9 @@ constexpr auto found = model::searched<problem>();
 constexpr const auto& best = found.best();
 constexpr auto input(std::string_view name) { return search_plans::input(model::detail::problem_value<problem>.plan, name); }
 
-static_assert(found.evaluations == 17 && found.infeasible == 0);
+// Two candidates fail in the backward pass, which the dynamic programming does not run
+// (matmul_grad refuses a tensor axis split over both mesh dims): exact evaluation drops them.
+static_assert(found.evaluations == 18 && found.infeasible == 2);  // 16 candidates, greedy's, data parallelism's
 static_assert(best.layout(search_plans::llama_x) == tensor_dist_attr(mesh, {1, -1, -1}));
 static_assert(best.layout(input("wq")) == tensor_dist_attr(mesh, {-1, 0}));
 static_assert(best.layout(input("w_up")) == tensor_dist_attr(mesh, {-1, 0}));

@@ -26,14 +26,18 @@
 ///    of every tensor still to be read (live), with the choices made and an estimate of their
 ///    cost; an operator reading an undecided input branches over its candidates, runs the
 ///    operator's rule and adds its estimate; states with the same live layouts are merged,
-///    keeping the `candidates` cheapest, so that the search grows with the operators, not with
+///    keeping the two cheapest (the `candidates` cheapest after the last operator: they differ in
+///    choices only, and a beam of few layouts alike would crowd out other layouts' states, whose
+///    costs come later), so that the search grows with the operators, not with
 ///    the product of the candidates (a decoder layer's residual stream is one layout again after
 ///    each block). The estimate of an operator, in seconds on the cluster: its reshards (the
 ///    collectives propagation would report, latency + bytes / bandwidth) twice (forward, and the
 ///    backward pass's mirror of them), its FLOPs on a device three times (forward and backward:
 ///    the rule's, as the exact cost counts them, rules/kit/cost_traits.hpp), and each parameter's
 ///    gradient all-reduced over the mesh dims on which another input of its operator is split
-///    but it is not (data parallelism); seconds from the cluster's formulas (model/cluster.hpp).
+///    but it is not (data parallelism), and its optimizer step (adamw's kernel on the local
+///    elements, states split as the options' ZeRO dims split them); seconds from the cluster's
+///    formulas (model/cluster.hpp).
 ///    What the estimate leaves out, since no single operator knows it: peak memory (a lifetime
 ///    spans operators), overlap of communication with compute, recomputation, the optimizer
 ///    step and a pipeline's bubble. `max_states` bounds the states
@@ -44,11 +48,14 @@
 ///    them); the states with the same live layouts form a group, so merging looks at a few
 ///    groups, not every state; and branch and bound: once `candidates` full assignments are
 ///    known, a state no cheaper than the dearest of them is dropped (an estimate only grows).
-/// 2. **Exact evaluation**: the `candidates` cheapest assignments, and the greedy one (below),
-///    are applied to the plan, their training steps built, propagated and costed (`cost`), under
+/// 2. **Exact evaluation**: the `candidates` cheapest assignments, the greedy one (below), and
+///    data parallelism (every parameter replicated, the reshard points left to propagation, other
+///    inputs as the cheapest candidate has them, so the batch stays split as the data is; its
+///    `estimate` 0) are applied to the plan, their training steps built, propagated and costed (`cost`), under
 ///    each plan-level option tried; those whose peak memory exceeds `memory_limit` are dropped,
 ///    the rest ranked by `step_seconds()`. The best and the next `keep` are returned.
-/// 3. **Exact improvement** (`improve`, `model::search` only): the best plan's layouts change one
+/// 3. **Exact improvement** (`improve`, `model::search` only): from each of the two best plans,
+///    the fastest result kept, the plan's layouts change one
 ///    plan input at a time, every other candidate layout of it evaluated exactly under the best
 ///    plan's options, and then each option set tried on the layouts as they are; a change that
 ///    lowers the exact step time (and fits the memory limit) is kept, and passes repeat until none
@@ -275,7 +282,8 @@ struct search_candidates {
     double estimate = 0;
     bool greedy = false;
   };
-  static_vector<entry, max_search_candidates + 1> entries{};  ///< cheapest estimate first; greedy's last
+  /// Cheapest estimate first; then greedy's, and the replicated assignment's (`search`).
+  static_vector<entry, max_search_candidates + 2> entries{};
   std::size_t states = 0;
   std::size_t work = 0;  ///< the units of work taken (`layout_search::rule_run_work`)
   bool co_shard = false;  ///< the candidates' codes include co-shards (`search_options::co_shard`)
@@ -664,6 +672,17 @@ class layout_search {
       begin_phase(looped_ >= 0 ? 0 : 1);
     } else {
       result_.entries.push_back({done[0].code, done[0].estimate, true});
+      // data parallelism: the parameters replicated (code 0), reshard points left to propagation,
+      // other inputs (data) as the cheapest candidate lays them out
+      search_candidates::entry replicated{result_.entries[0].code, 0, false};
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        const auto& info = p_.tensor_at(inputs_[i]);
+        if (replicated.code[i] != none && (info.trainable || info.producer >= 0))
+          replicated.code[i] = info.trainable ? 0 : none;
+      }
+      bool seen = false;
+      for (const auto& e : result_.entries) seen = seen || e.code == replicated.code;
+      if (!seen) result_.entries.push_back(replicated);
       result_.states = created_;
       phase_ = 2;
     }
@@ -716,6 +735,7 @@ class layout_search {
       next.code[i] = static_cast<std::uint16_t>(code);
       put(next, t, layout);
       next.memory += static_cast<double>(stp.weight) * persistent(t, layouts_[layout]);
+      next.estimate += static_cast<double>(stp.weight) * optimizer_seconds(t, layouts_[layout]);
       if (o_.memory_limit > 0 && next.memory > static_cast<double>(o_.memory_limit)) {  // cannot fit
         over_limit_ = true;
         return 1;
@@ -761,6 +781,22 @@ class layout_search {
     for (auto m : {zero, also})
       if (m >= 0 && m < p_.mesh().ndim() && !a.shards(m)) n *= static_cast<double>(p_.mesh().dim_size(m));
     return elements(info.shape, a) * per_element / n;
+  }
+  // The seconds the optimizer step takes a device for trainable tensor t laid out as `a` (0 for
+  // another tensor): adamw's kernel, as the exact cost counts it (an output element a FLOP; the
+  // parameter, its gradient, moments and master copy read, the updated ones written), on the
+  // cluster's roofline, with the states split as the options' ZeRO dims split them.
+  constexpr double optimizer_seconds(size_t t, const tensor_dist_attr& a) const {
+    const auto& info = p_.tensor_at(t);
+    if (!info.trainable) return 0;
+    const auto& tr = o_.training;
+    double n = elements(info.shape, a);
+    for (auto m : {tr.shard_optimizer_states_on, tr.shard_optimizer_states_also_on})
+      if (m >= 0 && m < p_.mesh().ndim() && !a.shards(m)) n /= static_cast<double>(p_.mesh().dim_size(m));
+    const double e = static_cast<double>(info.element_bytes), st = static_cast<double>(tr.state_element_bytes);
+    const double g = tr.gradient_element_bytes > 0 ? static_cast<double>(tr.gradient_element_bytes) : e;
+    const double kept = tr.master_weights ? 3 : 2, outputs = 1 + kept;  // moments (and master copy)
+    return c_.kernel_seconds(n * outputs, n * (e + g + kept * st + e + kept * st), "search");
   }
   // The layout of an annotated plan input not yet read.
   constexpr std::uint16_t held(size_t t) {
@@ -878,7 +914,10 @@ class layout_search {
     if (list.size() == width_ && st.estimate >= list[worst_].estimate) return;  // (no cheaper than any)
     size_t g = 0;
     while (g < groups_.size() && !(groups_[g].count > 0 && groups_[g].key == st.key && groups_[g].live == st.live)) ++g;
-    if (g < groups_.size() && groups_[g].count >= per_key_) {
+    // States alike but for inputs already read: two while operators remain (room in the width for
+    // other live layouts), `candidates` after the last (the assignments passed on).
+    const size_t per_key = step_ + 1 < step_count_ && per_key_ > 2 ? 2 : per_key_;
+    if (g < groups_.size() && groups_[g].count >= per_key) {
       if (st.estimate < list[groups_[g].worst].estimate) place(groups_[g].worst, st, g);
       return;
     }
@@ -1071,37 +1110,40 @@ constexpr void rank(search_result& r, const searched_plan& p, const search_optio
 }  // namespace detail
 
 namespace detail {
-/// Tier 3 (see the file comment): `r`'s best plan, its layouts the codes of entry `e` of `cand`,
-/// improved by exact moves, one plan input's layout at a time.
+/// Tier 3 (see the file comment): plan `start`, its layouts the codes of entry `e` of `cand`,
+/// improved by exact moves, one plan input's layout at a time, then the options; the moves made
+/// go to `moves`, the evaluations to `r`'s counts.
 template <std::size_t T, std::size_t O>
-constexpr void improve(const plan<T, O>& p, tensor_id loss, const cluster& c, search_candidates cand, std::size_t e,
-                       const search_options& o, const static_vector<training_options, 12>& sets, search_result& r) {
-  heap<searched_plan> best(r.plans[0]), trial;
+constexpr searched_plan improve(const plan<T, O>& p, tensor_id loss, const cluster& c, search_candidates cand, std::size_t e,
+                                const searched_plan& start, const search_options& o,
+                                const static_vector<training_options, 12>& sets, search_result& r,
+                                static_vector<improvement, max_improvements>& moves) {
+  heap<searched_plan> best(start), trial;
   auto& codes = cand.entries[e].code;
   const auto layout_of = [&](std::size_t i, std::size_t code) {
     tensor_dist_attr a;
     return candidate_layout(p.mesh(), p.tensor_at(cand.inputs[i]).shape, code, a, cand.co_shard) ? a : tensor_dist_attr{};
   };
-  for (bool moved = true; moved && r.improvements.size() < max_improvements;) {
+  const auto fits = [&](bool ok) {
+    ++r.evaluations;
+    if (ok && !(o.memory_limit > 0 && trial->cost.memory().peak > o.memory_limit)) return true;
+    ++r.infeasible;
+    return false;
+  };
+  for (bool moved = true; moved && moves.size() < max_improvements;) {
     moved = false;
-    for (std::size_t i = 0; i < cand.inputs.size() && r.improvements.size() < max_improvements; ++i) {
+    for (std::size_t i = 0; i < cand.inputs.size() && moves.size() < max_improvements; ++i) {
       const std::uint16_t was = codes[i];
-      if (was == 0xffff) continue;  // no operator reads it
+      if (was == 0xffff) continue;  // no operator reads it, or left to propagation
       std::uint16_t better = was;
       const std::size_t n = candidate_codes(p.mesh(), p.tensor_at(cand.inputs[i]).shape);
       for (std::size_t code = 0; code < n; ++code) {
         tensor_dist_attr a;
         if (code == was || !candidate_layout(p.mesh(), p.tensor_at(cand.inputs[i]).shape, code, a, cand.co_shard)) continue;
         codes[i] = static_cast<std::uint16_t>(code);
-        ++r.evaluations;
-        if (!evaluate(p, loss, c, cand, e, best->training, *trial) ||
-            (o.memory_limit > 0 && trial->cost.memory().peak > o.memory_limit)) {
-          ++r.infeasible;
-          continue;
-        }
+        if (!fits(evaluate(p, loss, c, cand, e, best->training, *trial))) continue;
         if (trial->step_seconds() < best->step_seconds() * (1 - 1e-12)) {
-          r.improvements.push_back({tensor_id{cand.inputs[i]}, layout_of(i, better), a, best->step_seconds(),
-                                    trial->step_seconds()});
+          moves.push_back({tensor_id{cand.inputs[i]}, layout_of(i, better), a, best->step_seconds(), trial->step_seconds()});
           *best = *trial;
           better = static_cast<std::uint16_t>(code);
         }
@@ -1110,23 +1152,23 @@ constexpr void improve(const plan<T, O>& p, tensor_id loss, const cluster& c, se
       moved = moved || better != was;
     }
     for (const auto& t : sets) {  // the step's options too, on the layouts as they now are
-      if (t == best->training) continue;
-      ++r.evaluations;
-      if (!evaluate(p, loss, c, cand, e, t, *trial) ||
-          (o.memory_limit > 0 && trial->cost.memory().peak > o.memory_limit)) {
-        ++r.infeasible;
-        continue;
-      }
+      if (t == best->training || !fits(evaluate(p, loss, c, cand, e, t, *trial))) continue;
       if (trial->step_seconds() < best->step_seconds() * (1 - 1e-12)) {
         *best = *trial;
         moved = true;
       }
     }
   }
-  if (best->step_seconds() < r.plans[0].step_seconds()) {
-    best->greedy = false;
-    rank(r, *best, o);
-  }
+  best->greedy = false;
+  return *best;
+}
+
+/// The entry of `cand` whose layouts `found` has, or `cand.entries.size()`.
+template <std::size_t T, std::size_t O>
+constexpr std::size_t entry_of(const plan<T, O>& p, const search_candidates& cand, const searched_plan& found) {
+  for (std::size_t e = 0; e < cand.entries.size(); ++e)
+    if (chosen(p, cand, e, found.training).layouts == found.layouts) return e;
+  return cand.entries.size();
 }
 }  // namespace detail
 
@@ -1145,7 +1187,6 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
   r.states = cand.states;
   r.work = cand.work;
   const auto sets = detail::option_sets(o);
-  std::size_t best_entry = 0;
   for (std::size_t e = 0; e < cand.entries.size(); ++e)
     for (const auto& t : sets) {
       detail::heap<searched_plan> found;
@@ -1155,9 +1196,23 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
         continue;
       }
       detail::rank(r, *found, o);
-      if (r.ok() && r.plans[0].layouts == found->layouts && r.plans[0].training == found->training) best_entry = e;
     }
-  if (o.improve && r.ok()) detail::improve(p, loss, c, cand, best_entry, o, sets, r);
+  if (!o.improve || !r.ok()) return r;
+  // Tier 3 from each of the best two plans found; the fastest result, with its moves.
+  const std::size_t starts = r.plans.size() < 2 ? r.plans.size() : 2;
+  const auto firsts = r.plans;
+  detail::heap<searched_plan> fastest(firsts[0]);
+  for (std::size_t k = 0; k < starts; ++k) {
+    const std::size_t e = detail::entry_of(p, cand, firsts[k]);
+    if (e == cand.entries.size()) continue;
+    static_vector<improvement, max_improvements> moves;
+    const searched_plan got = detail::improve(p, loss, c, cand, e, firsts[k], o, sets, r, moves);
+    if (got.step_seconds() < fastest->step_seconds()) {
+      *fastest = got;
+      r.improvements = moves;
+    }
+  }
+  if (fastest->step_seconds() < r.plans[0].step_seconds()) detail::rank(r, *fastest, o);
   return r;
 }
 
