@@ -19,8 +19,10 @@ Sources and assumptions (where a source does not say, the choice is stated here)
   micro-batch 1; the interleaved schedule with 2 chunks a stage where a stage's layers are even,
   3 where they divide by 3, else 1F1B), throughput in the paper's FLOPs:
   96 B s l h^2 (1 + s/6h + V/16lh).
-- The GPT builder ties the head to the embedding, uses learned positions and flash attention
-  (the 2021 runs did not have flash attention).
+- The GPT builder ties the head to the embedding and uses learned positions; flash attention for
+  the 2024 rows, the attention core written out (scores and probabilities materialised) for the
+  2021 rows, which predate flash attention, and without sequence parallelism (Megatron added it
+  in 2022).
 """
 import json
 import subprocess
@@ -56,7 +58,8 @@ def request(row, seq, vocab, cluster, megatron2024):
     if chunks > 1:
         pipeline.update({"schedule": "interleaved", "chunks": chunks})
     return {"model": {"config": config, "mesh": [pp, dp, tp], "mesh_names": ["pp", "dp", "tp"],
-                      "layout": {"dp": "dp", "tp": "tp", "sp": tp > 1, "pp": "pp"}, "seq": seq, "micro_batch": 1},
+                      "layout": {"dp": "dp", "tp": "tp", "sp": tp > 1 and megatron2024, "pp": "pp"}, "seq": seq, "micro_batch": 1,
+                      "flash_attention": megatron2024},
             "training": training, "pipeline": pipeline, "cluster": cluster}, dp, m, chunks
 
 

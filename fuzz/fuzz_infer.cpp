@@ -1146,8 +1146,11 @@ void check_plan_response(std::string_view line, const ctspmd_requests::response&
         get(m, "activations") < 0 || get(m, "peak") < persistent)
       fail("a plan answer's memory is negative, or its peak below the persistent memory", r.line);
     const json& f = c.at("flops");
-    if (get(f, "model") != sat_sum(get(f, "forward"), get(f, "backward")) || get(f, "hardware") < get(f, "model") ||
-        get(f, "recompute") < 0)
+    // hardware: what the kernels compute; model: forward and backward as utilisation figures count
+    // them (a causal attention whole, which the kernel halves), so at least forward + backward
+    const std::int64_t passes = sat_sum(get(f, "forward"), get(f, "backward"));
+    if (get(f, "hardware") != sat_sum(sat_sum(passes, get(f, "recompute")), get(f, "optimizer")) ||
+        get(f, "model") < passes || get(f, "model") > sat_sum(passes, passes) || get(f, "recompute") < 0)
       fail("a plan answer's FLOPs do not add up", r.line);
     const double step = c.at("step_seconds").get<double>(), overlapped = c.at("overlapped_step_seconds").get<double>();
     const double mfu = c.at("mfu").get<double>();

@@ -1,6 +1,8 @@
 // The model builders at run time (include/ctspmd/models/): configs and layouts known only then,
 // the same counts as at compile time, and every bad config or layout an spmd_error naming it.
+#include <ctspmd/model/cost.hpp>
 #include <ctspmd/model/propagate.hpp>
+#include <ctspmd/model/training.hpp>
 #include <ctspmd/models/gpt.hpp>
 #include <ctspmd/models/llama.hpp>
 #include <ctspmd/models/mixtral.hpp>
@@ -30,6 +32,33 @@ TEST_CASE("models: a Llama and a GPT built at run time count as at compile time,
   CHECK(models::parameter_count(gpt->plan) == 124'439'808 + 431 * 768);
 }
 
+TEST_CASE("models: GPT's attention core written out (no flash attention): the same parameters, the scores materialised") {
+  const process_mesh mesh({2, 4});
+  const models::layout megatron{.dp = 0, .tp = 1};
+  auto flash = std::make_unique<models::built_model<models::gpt_plan>>(models::gpt(models::gpt2, mesh, megatron, {.seq = 1024}));
+  auto plain = std::make_unique<models::built_model<models::gpt_plan>>(
+      models::gpt(models::gpt2, mesh, megatron, {.seq = 1024, .flash_attention = false}));
+  CHECK(models::parameter_count(plain->plan) == models::parameter_count(flash->plan));
+  const auto cost = [](const models::built_model<models::gpt_plan>& m) {
+    auto step = std::make_unique<decltype(model::training_step(m.plan, m.loss))>(model::training_step(m.plan, m.loss));
+    auto r = std::make_unique<decltype(model::try_propagate(*step))>(model::try_propagate(*step));
+    REQUIRE(r->ok());
+    return model::cost(*step, *r, model::h100_cluster(m.plan.mesh()));
+  };
+  const auto with = cost(*flash), without = cost(*plain);
+  // The same collectives: the heads stay split over tp through the core either way.
+  for (auto ph : {model::phase::forward, model::phase::backward})
+    for (auto k : {model::collective::all_reduce, model::collective::all_gather})
+      CHECK(with.collectives(ph, k).count == without.collectives(ph, k).count);
+  // Q Kᵀ and the product with V whole (a causal kernel computes half), plus the softmax's and
+  // scale's element-wise FLOPs; the probabilities, 12 heads / 4 x 1024² a sequence, kept for
+  // backward in each of the 12 layers.
+  const std::int64_t per_layer = 4 * 1 * 1024 * 768 / 4 * 1024;  // 4 b s (h/t) s: both products whole
+  CHECK(without.flops(model::phase::forward) - with.flops(model::phase::forward) >= 12 * per_layer / 2);
+  CHECK(without.memory().activations - with.memory().activations >= 12 * (3 * 1024 * 1024 * 2));
+  CHECK(without.step_seconds() > with.step_seconds());
+}
+
 TEST_CASE("models: every bad config or layout is an error naming it") {
   const auto kind = error_kind::invalid_argument;
   models::llama_config c = models::llama3_8b;
@@ -57,6 +86,8 @@ TEST_CASE("models: every bad config or layout is an error naming it") {
   g.n_head = 7;
   check_error([&] { (void)models::gpt(g, process_mesh({2})); }, kind, "n_embd (768) is not a multiple of n_head (7)");
   check_error([&] { (void)models::padded_vocab(50257, 0); }, kind, "each must be positive");
+  check_error([&] { (void)models::gpt(models::gpt2, process_mesh({2}), {.cp = 0}, {.seq = 1024, .flash_attention = false}); },
+              kind, "context parallelism (cp = mesh dim 0) needs flash attention");
   check_error([&] { (void)models::mixtral(models::mixtral_8x7b, process_mesh({2, 3}), {.dp = 0, .ep = 1}); }, kind,
               "num_local_experts (8) is not divisible by mesh dim 1's size 3");
   check_error([&] { (void)models::mixtral(models::mixtral_8x7b, process_mesh({2, 2}), {.tp = 0, .ep = 1, .sp = true}); },

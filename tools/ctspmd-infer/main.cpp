@@ -146,7 +146,8 @@ Model request (a Hugging Face config.json in, its plan built by <ctspmd/models/.
              "mesh": [2, 8], "mesh_names": ["dp", "tp"],   optional: without a mesh, the counts alone
              "layout": {"dp": "dp", "tp": "tp", "sp": true, "cp": ..., "ep": ..., "pp": ...,
                         "annotated": true},    mesh dims by name or index; "annotated": false for "search"
-             "seq": 4096 (GPT: at most n_positions), "micro_batch": 1, "capacity_factor": 1.0 (experts)},
+             "seq": 4096 (GPT: at most n_positions), "micro_batch": 1, "capacity_factor": 1.0 (experts),
+             "flash_attention": true (GPT: false writes the attention core out)},
    "training": TRAINING ("loss" defaults to the model's), "cluster", "pipeline", "search", "svg": as a plan's}
 Model response: the plan response, and
   "model": {"architecture", "parameters", "active_parameters" (a token's, experts routed), "vocab_padding"}

@@ -1,5 +1,5 @@
 // Model requests: {"model": {"config": {...config.json...}, "mesh": [...], "mesh_names": [...],
-// "layout": {...}, "seq": N, "micro_batch": N, "capacity_factor": x}, "training": ..., "pipeline":
+// "layout": {...}, "seq": N, "micro_batch": N, "capacity_factor": x, "flash_attention": b}, "training": ..., "pipeline":
 // ..., "cluster": ..., "search": ..., "svg": true}. The config's "architectures" picks the
 // builder of <ctspmd/models/...> (Llama, Mistral and Qwen2; GPT-2; Mixtral; DeepSeek-V3), whose plan is then
 // answered as a plan request answers it (plan_write.hpp writes it as one), with the model's
@@ -179,7 +179,8 @@ struct built_request {
 };
 
 built_request build(const json& m) {
-  check_fields(m, "\"model\"", {"config", "mesh", "mesh_names", "layout", "seq", "micro_batch", "capacity_factor"});
+  check_fields(m, "\"model\"",
+               {"config", "mesh", "mesh_names", "layout", "seq", "micro_batch", "capacity_factor", "flash_attention"});
   if (!m.contains("config")) bad_request("\"model\" has no \"config\" (a Hugging Face config.json)");
   const json& config = m.at("config");
   if (!config.is_object()) throw type_error("\"config\" must be an object", "config", expected_type::object, config);
@@ -191,7 +192,7 @@ built_request build(const json& m) {
   std::int64_t padding = 0;
   const bool built = out.built = m.contains("mesh");
   if (!built)
-    for (const char* key : {"mesh_names", "layout", "seq", "micro_batch", "capacity_factor"})
+    for (const char* key : {"mesh_names", "layout", "seq", "micro_batch", "capacity_factor", "flash_attention"})
       if (m.contains(key)) bad_request(std::string("\"model\" has \"") + key + "\" but no \"mesh\" to build on");
   const named_mesh mesh = built ? read_mesh(m) : named_mesh(process_mesh({1}));
   const models::layout l = built && m.contains("layout") ? read_model_layout(m.at("layout"), mesh) : models::layout{};
@@ -201,6 +202,12 @@ built_request build(const json& m) {
   if (built && kind == family::gpt) r.seq = std::min<std::int64_t>(r.seq, read.integer("n_positions"));
   if (m.contains("seq")) r.seq = to_int(m.at("seq"), "model.seq");
   if (m.contains("micro_batch")) r.micro_batch = to_int(m.at("micro_batch"), "model.micro_batch");
+  if (m.contains("flash_attention")) {
+    if (!m.at("flash_attention").is_boolean()) bad_request("model.flash_attention must be true or false");
+    r.flash_attention = m.at("flash_attention").get<bool>();
+    if (!r.flash_attention && kind != family::gpt)
+      bad_request("model.flash_attention false: only GPT2LMHeadModel writes the attention core out");
+  }
   double capacity_factor = 1;
   if (m.contains("capacity_factor")) {
     if (!m.at("capacity_factor").is_number()) bad_request("model.capacity_factor must be a number");

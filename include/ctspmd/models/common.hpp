@@ -32,10 +32,14 @@ struct layout {
   bool annotated = true;   ///< false: weights and activations left for the search to lay out
 };
 
-/// The sizes of one run: tokens per sequence and sequences per data-parallel rank.
+/// The sizes of one run: tokens per sequence and sequences per data-parallel rank; and how the
+/// attention core runs.
 struct run_shape {
   std::int64_t seq = 4096;
   std::int64_t micro_batch = 1;
+  /// false: the core written out, as before flash attention (GPT): the scores and probabilities
+  /// materialised, [batch, heads, seq, seq] each (Megatron's 2021 runs).
+  bool flash_attention = true;
 };
 
 /// A built model: its forward plan, its loss (for `model::training_step`), and the vocabulary

@@ -8,7 +8,8 @@
 /// A decoder of `n_layer` layers (the plan's repeated block): token and learned position
 /// embeddings (`n_positions` rows) added; per layer a LayerNorm with bias, the fused q/k/v
 /// projection `[n_embd, 3 n_embd]` with its bias, reshaped to `n_head` heads and split into q,
-/// k and v, causal flash attention, the output projection and its bias, a residual; a LayerNorm,
+/// k and v, causal flash attention (or, with `run_shape::flash_attention` false, the core written
+/// out: transposes, Q Kᵀ, a scale, softmax, the product with V), the output projection and its bias, a residual; a LayerNorm,
 /// the MLP (`n_inner`, 4 x `n_embd` if 0) with GeLU and biases, a residual; a final LayerNorm,
 /// the head (`tie_word_embeddings`, GPT-2's default: the token embedding's weight) and the cross
 /// entropy. All bf16 (statistics and the loss fp32).
@@ -61,6 +62,9 @@ constexpr built_model<gpt_plan> gpt(const gpt_config& c, const process_mesh& mes
   if (r.seq > c.n_positions)
     raise(make_error(error_kind::invalid_argument, "models", "seq {} is longer than n_positions ({})", r.seq, c.n_positions));
   detail::check_layout(mesh, l, false);
+  if (!r.flash_attention && l.cp >= 0)
+    raise(make_error(error_kind::invalid_argument, "models", "context parallelism (cp = mesh dim {}) needs flash attention",
+                     l.cp));
   detail::check_divides(mesh, l.tp, c.n_head, "n_head ({}) is not divisible by mesh dim {}'s size {}");
 
   const std::int64_t on_dp = l.dp, on_mp = l.tp, on_cp = l.cp;
@@ -116,10 +120,26 @@ constexpr built_model<gpt_plan> gpt(const gpt_config& c, const process_mesh& mes
     auto q = b.tensor("q", bshd, bf16), k = b.tensor("k", bshd, bf16), v = b.tensor("v", bshd, bf16);
     b.op<"split">({per_head}, {q, k, v}, {.num = 3, .axis = 3}, "attn.split");
     auto ctx = b.tensor("ctx", bshd, bf16);
-    auto probs = b.tensor("attn.softmax", {batch, heads, seq, seq}, bf16);
-    auto lse = b.tensor("attn.lse", {batch, heads, seq}), seed = b.tensor("attn.seed", {2}, int64);
-    b.op<"flash_attention">({q, k, v}, {ctx, probs, lse, seed}, {.causal = true, .context_parallel = on_cp >= 0},
-                           "attn.core");
+    if (r.flash_attention) {
+      auto probs = b.tensor("attn.softmax", {batch, heads, seq, seq}, bf16);
+      auto lse = b.tensor("attn.lse", {batch, heads, seq}), seed = b.tensor("attn.seed", {2}, int64);
+      b.op<"flash_attention">({q, k, v}, {ctx, probs, lse, seed}, {.causal = true, .context_parallel = on_cp >= 0},
+                             "attn.core");
+    } else {  // written out: heads first, Q Kᵀ, scaled and masked softmax, the product with V, back
+      const tensor_shape bhsd{batch, heads, seq, head_dim}, scores{batch, heads, seq, seq};
+      auto qt = b.tensor("q.t", bhsd, bf16), kt = b.tensor("k.t", bhsd, bf16), vt = b.tensor("v.t", bhsd, bf16);
+      b.op<"transpose">({q}, {qt}, {.perm = {0, 2, 1, 3}}, "attn.q.t");
+      b.op<"transpose">({k}, {kt}, {.perm = {0, 2, 1, 3}}, "attn.k.t");
+      b.op<"transpose">({v}, {vt}, {.perm = {0, 2, 1, 3}}, "attn.v.t");
+      auto s = b.tensor("attn.scores", scores, bf16), scaled = b.tensor("attn.scaled", scores, bf16);
+      b.op<"matmul">({qt, kt}, {s}, {.trans_y = true}, "attn.scores");
+      b.op<"scale">({s}, {scaled}, {}, "attn.scale");
+      auto probs = b.tensor("attn.softmax", scores, bf16);
+      b.op<"softmax">({scaled}, {probs}, {.axis = -1}, "attn.softmax");
+      auto ctx_h = b.tensor("ctx.heads", bhsd, bf16);
+      b.op<"matmul">({probs, vt}, {ctx_h}, {}, "attn.context");
+      b.op<"transpose">({ctx_h}, {ctx}, {.perm = {0, 2, 1, 3}}, "attn.context.t");
+    }
     auto ctx_flat = b.tensor("ctx.flat", act, bf16);
     b.op<"reshape">({ctx}, {ctx_flat}, {.shape = {batch, seq, hidden}}, "attn.merge");
     auto wo = e.parameter("c_proj.weight", {hidden, hidden}, {on_mp, -1}, bf16);  // row parallel
