@@ -5,7 +5,7 @@ cluster with its constants unchanged, and its throughput in TFLOP/s per GPU set 
 published one, each computed with the source's own FLOPs formula.
 
     python3 bench/published_runs.py build/ci-gcc/tools/ctspmd-infer            # the tables
-    python3 bench/published_runs.py TOOL --check 12 30 32 40                   # and fail above
+    python3 bench/published_runs.py TOOL --check 12 28 10 16                   # and fail above
                                                                                  # mean / max % (H100, A100)
 
 Sources and assumptions (where a source does not say, the choice is stated here):
