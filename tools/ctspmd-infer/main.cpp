@@ -98,7 +98,7 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
            "max_work": 1000000000 (the layout search's budget, 0: none: a search that would take more is
            an error), "zero_dim": "dp" (also try ZeRO stages 1-3 over it), "try_recompute": false, "co_shard": false,
            "improve": true (then move one input's layout at a time while the exact step time drops;
-           the answer's "improvements" lists the moves)}
+           the answer's "improvements" lists the moves), "improve_budget": 256 (its exact evaluations)}
   PIPELINE: {"mesh_dim": "pp" (or a mesh dim: no tensor split over it), "micro_batches": 1,
              "schedule": "1f1b" | "gpipe" | "interleaved", "chunks": 1, "stage_layers": [7, 8, ..., 7],
              "overlap_grad_reduce": false, "overlap_param_gather": false, "overlap_tensor_parallel": false}

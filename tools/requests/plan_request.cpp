@@ -379,7 +379,7 @@ class plan_reader {
     model::search_options o;
     o.training = training;
     check_fields(v, "\"search\"", {"memory_limit", "candidates", "keep", "max_states", "max_work", "zero_dim", "try_recompute",
-                                   "co_shard", "improve"});
+                                   "co_shard", "improve", "improve_budget"});
     const auto count = [&](const char* field, std::size_t& into) {
       if (!v.contains(field)) return;
       const auto n = to_int(v.at(field), std::string("search.") + field);
@@ -391,6 +391,7 @@ class plan_reader {
     count("keep", o.keep);
     count("max_states", o.max_states);
     count("max_work", o.max_work);
+    count("improve_budget", o.improve_budget);
     if (v.contains("zero_dim")) o.zero_dim = mesh_dim(v.at("zero_dim"), "search.zero_dim");
     o.try_recompute = flag(v, "try_recompute", "search.");
     o.co_shard = flag(v, "co_shard", "search.");

@@ -60,7 +60,8 @@
 ///    plan's options, and then each option set tried on the layouts as they are; a change that
 ///    lowers the exact step time (and fits the memory limit) is kept, and passes repeat until none
 ///    does: the result is a local optimum of the exact cost, whatever the estimate missed.
-///    `search_result::improvements` lists the layouts' moves.
+///    `search_result::improvements` lists the layouts' moves. At most `improve_budget` exact
+///    evaluations (256 by default, half for each start): at the budget the moves made so far stay.
 ///
 /// The greedy choice is DTensor's: each operator's undecided inputs take the layouts cheapest
 /// for that operator and what came before it (the same dynamic programming with one state; a
@@ -137,6 +138,8 @@ struct search_options {
   /// Improve the best plan by exact moves (tier 3, see the file comment); `model::search` only
   /// (`searched`, at compile time, returns tier 2's best).
   bool improve = true;
+  /// The exact evaluations tier 3 may take in all; at the budget it stops, its moves so far kept.
+  std::size_t improve_budget = 256;
 };
 inline constexpr std::size_t max_search_candidates = 16;
 inline constexpr std::size_t max_search_states = 64;
@@ -1124,20 +1127,22 @@ constexpr searched_plan improve(const plan<T, O>& p, tensor_id loss, const clust
     tensor_dist_attr a;
     return candidate_layout(p.mesh(), p.tensor_at(cand.inputs[i]).shape, code, a, cand.co_shard) ? a : tensor_dist_attr{};
   };
+  const std::size_t budget = r.evaluations + o.improve_budget;
+  const auto spent = [&] { return r.evaluations >= budget; };
   const auto fits = [&](bool ok) {
     ++r.evaluations;
     if (ok && !(o.memory_limit > 0 && trial->cost.memory().peak > o.memory_limit)) return true;
     ++r.infeasible;
     return false;
   };
-  for (bool moved = true; moved && moves.size() < max_improvements;) {
+  for (bool moved = true; moved && moves.size() < max_improvements && !spent();) {
     moved = false;
-    for (std::size_t i = 0; i < cand.inputs.size() && moves.size() < max_improvements; ++i) {
+    for (std::size_t i = 0; i < cand.inputs.size() && moves.size() < max_improvements && !spent(); ++i) {
       const std::uint16_t was = codes[i];
       if (was == 0xffff) continue;  // no operator reads it, or left to propagation
       std::uint16_t better = was;
       const std::size_t n = candidate_codes(p.mesh(), p.tensor_at(cand.inputs[i]).shape);
-      for (std::size_t code = 0; code < n; ++code) {
+      for (std::size_t code = 0; code < n && !spent(); ++code) {
         tensor_dist_attr a;
         if (code == was || !candidate_layout(p.mesh(), p.tensor_at(cand.inputs[i]).shape, code, a, cand.co_shard)) continue;
         codes[i] = static_cast<std::uint16_t>(code);
@@ -1152,6 +1157,7 @@ constexpr searched_plan improve(const plan<T, O>& p, tensor_id loss, const clust
       moved = moved || better != was;
     }
     for (const auto& t : sets) {  // the step's options too, on the layouts as they now are
+      if (spent()) break;
       if (t == best->training || !fits(evaluate(p, loss, c, cand, e, t, *trial))) continue;
       if (trial->step_seconds() < best->step_seconds() * (1 - 1e-12)) {
         *best = *trial;
@@ -1198,15 +1204,18 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
       detail::rank(r, *found, o);
     }
   if (!o.improve || !r.ok()) return r;
-  // Tier 3 from each of the best two plans found; the fastest result, with its moves.
+  // Tier 3 from each of the best two plans found, half the budget each; the fastest result, with
+  // its moves.
   const std::size_t starts = r.plans.size() < 2 ? r.plans.size() : 2;
   const auto firsts = r.plans;
+  auto half = o;
+  half.improve_budget = o.improve_budget / starts;
   detail::heap<searched_plan> fastest(firsts[0]);
   for (std::size_t k = 0; k < starts; ++k) {
     const std::size_t e = detail::entry_of(p, cand, firsts[k]);
     if (e == cand.entries.size()) continue;
     static_vector<improvement, max_improvements> moves;
-    const searched_plan got = detail::improve(p, loss, c, cand, e, firsts[k], o, sets, r, moves);
+    const searched_plan got = detail::improve(p, loss, c, cand, e, firsts[k], half, sets, r, moves);
     if (got.step_seconds() < fastest->step_seconds()) {
       *fastest = got;
       r.improvements = moves;
