@@ -1,0 +1,362 @@
+#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_STEP_KERNELS_HPP
+#define CTSPMD_RUNTIME_TESTS_ORACLE_STEP_KERNELS_HPP
+// The oracle's kernels by rule name, for the step simulator (step_sim.hpp): what each operator
+// of a training step computes on one device's local tensors, from the operator's attributes
+// (as `runtime::operator_attributes` gives them) and the layouts its operands are held in.
+//
+// A kernel runs on every device of the mesh at once (it sees every device's local inputs and
+// returns every device's local outputs). Most run on each device alone; a kernel that needs the
+// device's place (a row-sharded table's first row, a query chunk's first position) reads it from
+// the operand's layout, and c_softmax_with_cross_entropy reduces its row statistics across the
+// devices holding the other slices of the vocabulary, as its kernel does (its collectives are
+// the operator's own, not reshards). The unsharded reference runs the same kernels on a mesh of
+// one device with every operand replicated.
+//
+// `input_domain` says which inputs must hold particular values: indices into another operand
+// (ids, labels), positive values (second moments, the learning rate) or powers in (0, 1) (the
+// optimizer's beta pows). An operator with no kernel here is `oracle_error("no kernel for rule
+// ...")`: the simulator reports it and simulates nothing.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ctspmd/ctspmd.hpp>
+
+#include "mesh_sim.hpp"
+#include "ops.hpp"
+#include "ops_attention_contraction.hpp"
+#include "ops_elementwise_norms.hpp"
+#include "ops_optimizer_data_parallel.hpp"
+#include "ops_reduction_softmax_grads.hpp"
+#include "tensor.hpp"
+
+namespace ctspmd_oracle::step {
+
+/// What a kernel is given besides the local tensors: the operator's rule and attributes, and its
+/// operands' global shapes and layouts as the devices hold them.
+struct kernel_call {
+  std::string_view rule;
+  const ctspmd::runtime::attribute_map* attrs = nullptr;
+  std::vector<ctspmd::tensor_dist_attr> in, out;
+  std::vector<shape_t> in_shapes, out_shapes;
+
+  const ctspmd::process_mesh& mesh() const { return in.at(0).process_mesh(); }
+  template <class T>
+  T get(std::string_view name) const {
+    const auto it = attrs->find(name);
+    if (it == attrs->end()) throw oracle_error(std::string(rule) + ": no attribute " + std::string(name));
+    if (const auto* v = std::get_if<T>(&it->second)) return *v;
+    if constexpr (std::is_same_v<T, double>)
+      if (const auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
+    throw oracle_error(std::string(rule) + ": attribute " + std::string(name) + " of another type");
+  }
+  /// Attribute `name`, or `fallback` when the rule has none of that name.
+  template <class T>
+  T get_or(std::string_view name, T fallback) const {
+    return attrs->find(name) == attrs->end() ? fallback : get<T>(name);
+  }
+  /// Output `o`'s local shape on the device at coordinates `c`.
+  shape_t local_out(std::size_t o, const shape_t& c) const { return local_shape(out_shapes.at(o), out.at(o), c, true); }
+  shape_t local_in(std::size_t i, const shape_t& c) const { return local_shape(in_shapes.at(i), in.at(i), c, true); }
+  /// True if input `i` is an absent optional operand (shape []).
+  bool absent_in(std::size_t i) const { return i >= in_shapes.size() || in_shapes[i].empty(); }
+};
+
+using step_kernel = std::function<device_tensors(const kernel_call&, const device_tensors&)>;
+
+/// A kernel that runs `f(call, coords, local_inputs) -> local_outputs` on each device alone.
+template <class F>
+step_kernel each_device(F f) {
+  return [f](const kernel_call& call, const device_tensors& in) {
+    device_tensors out;
+    for (std::size_t dev = 0; dev < in.size(); ++dev)
+      out.push_back(f(call, device_coords(call.mesh(), to_int(dev)), in[dev]));
+    return out;
+  };
+}
+/// A kernel of one output computed by `f(local_inputs)` on each device.
+template <class F>
+step_kernel simple(F f) {
+  return each_device([f](const kernel_call&, const shape_t&, const std::vector<tensor>& in) {
+    return std::vector<tensor>{f(in)};
+  });
+}
+
+/// A kernel of several outputs computed by `f(local_inputs)` on each device.
+template <class F>
+step_kernel several(F f) {
+  return each_device([f](const kernel_call&, const shape_t&, const std::vector<tensor>& in) { return f(in); });
+}
+
+/// The first row device `c` holds of a table whose rows (dim 0) `attr` may shard; -1 when not.
+inline std::int64_t row_offset(const ctspmd::tensor_dist_attr& attr, const shape_t& c, std::int64_t local_rows) {
+  const auto block = block_on(attr, 0, c);
+  return block.count == 1 ? -1 : block.index * local_rows;
+}
+/// The position of the first query device `c` holds (its chunk of the sequence): a causal kernel
+/// masks by global positions.
+inline std::int64_t query_offset(const ctspmd::tensor_dist_attr& q, const shape_t& c, const tensor& local_q) {
+  return block_on(q, 1, c).index * local_q.shape.at(1);
+}
+
+/// c_softmax_with_cross_entropy's kernel, with its collectives: the devices that hold the slices
+/// of one row (they differ only on the vocabulary's mesh dims) reduce the row's maximum, the sum
+/// of exponentials and the label's logit across the slices.
+inline device_tensors c_softmax_cross_entropy(const ctspmd::tensor_dist_attr& attr, std::int64_t ignore_index,
+                                              const device_tensors& in) {
+  const auto& mesh = attr.process_mesh();
+  const std::size_t v = attr.rank() - 1;
+  const auto vocab = attr.mesh_dims_of(v);
+  const auto n = to_size(mesh.size());
+  // Each device's row-wise local max, sum of exp(x - local max), and label logit (or nan).
+  std::vector<std::vector<double>> mx(n), sum(n), picked(n);
+  const auto cols = in[0][0].shape.back();
+  const auto rows = to_size(numel(in[0][0].shape) / std::max<std::int64_t>(cols, 1));
+  for (std::size_t d = 0; d < n; ++d) {
+    const auto c = device_coords(mesh, to_int(d));
+    const auto offset = block_on(attr, v, c).index * cols;
+    for (std::size_t r = 0; r < rows; ++r) {
+      double m = -std::numeric_limits<double>::infinity(), s = 0, p = std::numeric_limits<double>::quiet_NaN();
+      for (std::int64_t j = 0; j < cols; ++j) m = std::max(m, in[d][0].data[r * to_size(cols) + to_size(j)]);
+      for (std::int64_t j = 0; j < cols; ++j) s += std::exp(in[d][0].data[r * to_size(cols) + to_size(j)] - m);
+      const std::int64_t l = ops::as_index(in[d][1].data[r]);
+      if (l >= offset && l < offset + cols) p = in[d][0].data[r * to_size(cols) + to_size(l - offset)];
+      mx[d].push_back(m);
+      sum[d].push_back(s);
+      picked[d].push_back(p);
+    }
+  }
+  device_tensors out;
+  for (std::size_t d = 0; d < n; ++d) {
+    const auto c = device_coords(mesh, to_int(d));
+    std::vector<std::size_t> group;  // the devices holding the other slices of these rows
+    for (std::size_t e = 0; e < n; ++e) {
+      const auto ce = device_coords(mesh, to_int(e));
+      bool same = true;
+      for (std::size_t m = 0; m < c.size(); ++m) {
+        bool is_vocab = false;
+        for (auto vm : vocab) is_vocab = is_vocab || to_size(vm) == m;
+        same = same && (is_vocab || c[m] == ce[m]);
+      }
+      if (same) group.push_back(e);
+    }
+    tensor sm(in[d][0].shape), loss(in[d][1].shape);
+    for (std::size_t r = 0; r < rows; ++r) {
+      double m = -std::numeric_limits<double>::infinity(), p = std::numeric_limits<double>::quiet_NaN();
+      for (auto e : group) m = std::max(m, mx[e][r]);
+      double s = 0;
+      for (auto e : group) {
+        s += sum[e][r] * std::exp(mx[e][r] - m);
+        if (!std::isnan(picked[e][r])) p = picked[e][r];
+      }
+      for (std::int64_t j = 0; j < cols; ++j)
+        sm.data[r * to_size(cols) + to_size(j)] = std::exp(in[d][0].data[r * to_size(cols) + to_size(j)] - m) / s;
+      const std::int64_t l = ops::as_index(in[d][1].data[r]);
+      loss.data[r] = l == ignore_index ? 0.0 : std::log(s) + m - p;
+    }
+    out.push_back({sm, loss});
+  }
+  return out;
+}
+
+namespace detail {
+
+inline double gelu(double x, bool approximate) {
+  if (!approximate) return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  const double k = std::sqrt(2.0 / 3.14159265358979323846);
+  return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+inline std::vector<std::size_t> perm_of(const kernel_call& c) {
+  std::vector<std::size_t> perm;
+  for (auto p : c.get<std::vector<std::int64_t>>("perm")) perm.push_back(ops::normalize_axis(p, to_int(c.in_shapes[0].size())));
+  return perm;
+}
+
+/// Adam's kernel for adam / adamw: inputs param, grad, learning_rate, moment1, moment2,
+/// moment2_max (absent unless amsgrad), beta1_pow, beta2_pow, master_param (optional); outputs
+/// param_out, moment1_out, moment2_out, moment2_max_out, beta1_pow_out, beta2_pow_out,
+/// master_param_out (absent where their input is). adamw's decay applies with `with_decay`.
+inline step_kernel adam(bool decoupled) {
+  return each_device([decoupled](const kernel_call& c, const shape_t&, const std::vector<tensor>& in) {
+    const bool amsgrad = !c.absent_in(5);
+    const bool master = in.size() > 8 && !c.absent_in(8);
+    const double coeff = decoupled && c.get<bool>("with_decay") ? c.get<double>("coeff") : 0.0;
+    const double ratio = decoupled ? c.get<double>("lr_ratio") : 1.0;
+    const auto r = ops::adam(in[0], in[1], in[2], in[3], in[4], amsgrad ? std::optional<tensor>(in[5]) : std::nullopt,
+                             in[6], in[7], master ? std::optional<tensor>(in[8]) : std::nullopt, c.get<double>("beta1"),
+                             c.get<double>("beta2"), c.get<double>("epsilon"), coeff, ratio);
+    std::vector<tensor> out{r.param, r.moment1, r.moment2, r.moment2_max.value_or(tensor(shape_t{})),
+                            r.beta1_pow, r.beta2_pow, r.master.value_or(tensor(shape_t{}))};
+    out.resize(c.out_shapes.size());
+    return out;
+  });
+}
+
+inline step_kernel binary(double (*f)(double, double)) {
+  return simple([f](const std::vector<tensor>& in) {
+    return ops::elementwise({in[0], in[1]}, [f](const std::vector<double>& a) { return f(a[0], a[1]); });
+  });
+}
+
+/// The table of kernels by rule name.
+inline const std::map<std::string, step_kernel, std::less<>>& table() {
+  using v = std::vector<tensor>;
+  static const std::map<std::string, step_kernel, std::less<>> t = {
+      {"assign", simple([](const v& in) { return in[0]; })},
+      {"add", simple([](const v& in) { return ops::add(in[0], in[1]); })},
+      {"subtract", binary([](double a, double b) { return a - b; })},
+      {"multiply", simple([](const v& in) { return ops::multiply(in[0], in[1]); })},
+      {"divide", binary([](double a, double b) { return a / b; })},
+      {"add_n", simple([](const v& in) { return ops_a::add_n(in); })},
+      {"relu", simple([](const v& in) { return ops::relu(in[0]); })},
+      {"silu", simple([](const v& in) {
+         return ops::elementwise({in[0]}, [](const std::vector<double>& a) { return ops_a::silu(a[0]); });
+       })},
+      {"gelu", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         const bool approximate = c.get_or("approximate", false);
+         return v{ops::elementwise({in[0]}, [=](const std::vector<double>& a) { return gelu(a[0], approximate); })};
+       })},
+      {"scale", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops_a::scale(in[0], c.get<double>("scale"), c.get<double>("bias"), c.get<bool>("bias_after_scale"))};
+       })},
+      {"softmax", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops::softmax(in[0], c.get<std::int64_t>("axis"))};
+       })},
+      {"softmax_grad", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops::softmax_grad(in[0], in[1], c.get<std::int64_t>("axis"), false)};
+       })},
+      {"transpose", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops::transpose(in[0], perm_of(c))};
+       })},
+      {"transpose_grad", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops::transpose(in[0], ops::inverse_perm(perm_of(c)))};
+       })},
+      {"reshape", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::reshape(in[0], c.local_out(0, at))};
+       })},
+      {"reshape_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::reshape(in[1], c.local_out(0, at))};
+       })},
+      {"split", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         const auto axis = c.get<std::int64_t>("axis");
+         const auto a = ops::normalize_axis(axis, in[0].rank());
+         std::vector<std::int64_t> sizes;
+         for (std::size_t o = 0; o < c.out_shapes.size(); ++o) sizes.push_back(c.local_out(o, at).at(a));
+         return ops::split(in[0], sizes, axis);
+       })},
+      {"concat", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops::concat(in, c.get<std::int64_t>("axis"))};
+       })},
+      {"matmul", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops::matmul(in[0], in[1], c.get<bool>("trans_x"), c.get<bool>("trans_y"))};
+       })},
+      {"matmul_grad", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         const auto g = ops::matmul_grad(in[0], in[1], in[2], c.get<bool>("trans_x"), c.get<bool>("trans_y"));
+         return v{g.dx, g.dy};
+       })},
+      {"layer_norm", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         const auto r = ops::layer_norm(in[0], in[1], in[2], c.get<std::int64_t>("begin_norm_axis"), c.get<double>("epsilon"));
+         return v{r.out, r.mean, r.variance};
+       })},
+      {"layer_norm_grad", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         const auto bna = ops::normalize_axis(c.get<std::int64_t>("begin_norm_axis"), in[0].rank());
+         return ops_a::layer_norm_grad(in[0], in[1], in[3], in[4], in[5], bna, c.get<double>("epsilon"));
+       })},
+      {"rms_norm", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         const auto r = ops_a::rms_norm(in[0], in[1], c.get<double>("epsilon"));
+         return v{r.out, r.invvar};
+       })},
+      {"rms_norm_grad", several([](const v& in) { return ops_a::rms_norm_grad(in[0], in[1], in[2], in[3]); })},
+      {"gelu_grad", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         if (c.get_or("approximate", false)) throw oracle_error("gelu_grad: the tanh approximation has no kernel");
+         return v{ops_a::gelu_grad(in[0], in[1])};
+       })},
+      {"relu_grad", simple([](const v& in) { return ops_a::relu_grad(in[0], in[1]); })},
+      {"silu_grad", simple([](const v& in) { return ops_a::silu_grad(in[0], in[1], in[2]); })},
+      {"add_grad", several([](const v& in) { return ops_a::add_grad(in[0], in[1], in[2]); })},
+      {"multiply_grad", several([](const v& in) { return ops_a::multiply_grad(in[0], in[1], in[2]); })},
+      {"swiglu", simple([](const v& in) { return in.size() > 1 && in[1].rank() > 0 ? ops_a::swiglu(in[0], in[1]) : ops_a::swiglu(in[0]); })},
+      {"flash_attention", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         if (c.get<double>("dropout") != 0.0) throw oracle_error("flash_attention: dropout has no kernel");
+         const tensor mask = in.size() > 4 ? in[4] : tensor(shape_t{});
+         const auto r = ops::attention(in[0], in[1], in[2], mask, c.get<bool>("causal"), query_offset(c.in[0], at, in[0]));
+         v out{r.out, r.softmax, r.lse, tensor(c.local_out(3, at))};
+         if (out[1].shape != c.local_out(1, at)) out[1] = tensor(c.local_out(1, at));  // not returned
+         return out;
+       })},
+      {"flash_attention_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         if (c.get<double>("dropout") != 0.0) throw oracle_error("flash_attention_grad: dropout has no kernel");
+         const auto r = ops::attention_grad(in[0], in[1], in[2], in[6], in[7], c.get<bool>("causal"),
+                                            query_offset(c.in[0], at, in[0]));
+         return v{r.dq, r.dk, r.dv};
+       })},
+      {"embedding", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::embedding(in[0], in[1], c.get<std::int64_t>("padding_idx"), row_offset(c.in[1], at, in[1].shape.at(0)))};
+       })},
+      {"embedding_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::embedding_grad(in[0], in[2], in[1].shape.at(0), c.get<std::int64_t>("padding_idx"),
+                                      row_offset(c.in[1], at, in[1].shape.at(0)))};
+       })},
+      {"c_embedding", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::embedding(in[1], in[0], -1, row_offset(c.in[0], at, in[0].shape.at(0)))};
+       })},
+      {"c_embedding_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::embedding_grad(in[1], in[2], in[0].shape.at(0), -1, row_offset(c.in[0], at, in[0].shape.at(0)))};
+       })},
+      {"c_softmax_with_cross_entropy", [](const kernel_call& c, const device_tensors& in) {
+         return c_softmax_cross_entropy(c.in[0], c.get<std::int64_t>("ignore_index"), in);
+       }},
+      {"c_softmax_with_cross_entropy_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         const auto last = c.in[0].rank() - 1;
+         const auto offset = block_on(c.in[0], last, at).index * in[0].shape.back();
+         return v{ops::cross_entropy_grad(in[1], in[0], in[2], -1, false, true, c.get<std::int64_t>("ignore_index"), offset)};
+       })},
+      {"adam", adam(false)},
+      {"adamw", adam(true)},
+  };
+  return t;
+}
+
+}  // namespace detail
+
+/// The kernel of rule `rule`; `oracle_error` if there is none.
+inline const step_kernel& kernel_of(std::string_view rule) {
+  const auto& t = detail::table();
+  const auto it = t.find(rule);
+  if (it == t.end()) throw oracle_error("no kernel for rule " + std::string(rule));
+  return it->second;
+}
+
+/// The values an input must hold.
+struct domain {
+  enum kind_t { any, index, positive, power } kind = any;
+  std::int64_t bound = 0;  ///< (index) the values are in [0, bound)
+};
+
+/// The domain of input `k` of an operator of rule `rule` whose inputs have global shapes `shapes`.
+inline domain input_domain(std::string_view rule, std::size_t k, const std::vector<shape_t>& shapes) {
+  const auto rows = [&](std::size_t i) { return shapes.at(i).empty() ? 0 : shapes[i][0]; };
+  const auto last = [&](std::size_t i) { return shapes.at(i).empty() ? 0 : shapes[i].back(); };
+  if ((rule == "embedding" || rule == "embedding_grad") && k == 0) return {domain::index, rows(1)};
+  if ((rule == "c_embedding" || rule == "c_embedding_grad") && k == 1) return {domain::index, rows(0)};
+  if ((rule == "c_softmax_with_cross_entropy" || rule == "c_softmax_with_cross_entropy_grad") && k == 1)
+    return {domain::index, last(0)};
+  if (rule == "adam" || rule == "adamw") {
+    if (k == 2 || k == 4 || k == 5) return {domain::positive, 0};
+    if (k == 6 || k == 7) return {domain::power, 0};
+  }
+  return {};
+}
+
+}  // namespace ctspmd_oracle::step
+
+#endif

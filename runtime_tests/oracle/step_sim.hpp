@@ -1,0 +1,614 @@
+#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_STEP_SIM_HPP
+#define CTSPMD_RUNTIME_TESTS_ORACLE_STEP_SIM_HPP
+// The step simulator: runs a verified training step (forward, backward, optimizer) on a
+// simulated mesh with exactly the reshards its propagation reports, and compares every tensor
+// with one device running the same step unsharded.
+//
+// - Values: every plan input (parameters, data, the loss's gradient, optimizer states, the
+//   learning rate) gets a random value (float64; ids and labels in their table's range, second
+//   moments and the learning rate positive, beta pows in (0, 1)); each device holds its local
+//   part under the tensor's propagated layout (a partial input cut into parts, mesh_sim.hpp).
+// - Operators run in program order on every device's local tensors (step_kernels.hpp). A
+//   repeated block runs `count` times, each run with its own tensors (the body's, and those that
+//   keep its operators' inputs for the backward pass); a backward block runs its forward block's
+//   runs last first. Each run's layouts are the propagation's (the steady state): a block whose
+//   first run lays its input out otherwise is refused ("not simulated").
+// - Data moves only through the reshards of the report: before an operator reads an input, the
+//   reshards listed for that input (those whose `from` is the layout the tensor is held in) are
+//   executed, one collective at a time, as collectives between the simulated devices; an
+//   annotated output's reshards run after the kernel. An input with no reshard listed is given
+//   as it is held. A collective over a product group runs over the group's devices.
+//   The collectives of one input run in this order: all-reduces, all-to-alls, reduce-scatters,
+//   all-gathers, local slices, local partials — the order in which each one moves the data the
+//   report charges it for (the local part under the reshard's `from`: an all-reduce and an
+//   all-to-all keep the local size, so what follows them sees it unchanged).
+// - Bytes: for every collective the simulator counts what each device sends, from the data it
+//   holds: ring algorithms (all-reduce 2(n-1)S/n, reduce-scatter (n-1) times the part each
+//   device keeps, all-gather and all-to-all what each device lacks and receives); the largest
+//   device's count must equal the reshard's `bytes`, and each reshard must run `times` times.
+// - Every tensor is compared, assembled under the layout the propagation gives it (the devices
+//   must hold it so), with one device's.
+// - Each collective necessary: the step is simulated again with one reshard skipped (the
+//   consumer given the tensor as it was held); if every result (a tensor no operator reads: the
+//   loss, the updated parameters and states) still matches one device, the reshard is reported
+//   as unnecessary.
+//
+// Tolerance: float64, relative 1e-9 of the largest magnitude of each reference tensor.
+// Not simulated (refused with a message): operators without a kernel, dropout, unknown sizes.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <ctspmd/ctspmd.hpp>
+#include <ctspmd/runtime.hpp>
+#include <ctspmd/runtime/plan.hpp>
+
+#include "mesh_sim.hpp"
+#include "step_kernels.hpp"
+#include "tensor.hpp"
+
+namespace ctspmd_oracle::step {
+
+struct options {
+  std::uint64_t seed = 0x73746570ULL;
+  /// Simulate once more per reshard, without it (the necessity check).
+  bool necessity = true;
+  double tolerance = 1e-9;
+};
+
+struct result {
+  /// Why nothing could be simulated (an operator without a kernel, ...), or empty.
+  std::string error;
+  /// The largest relative difference of any tensor from one device's.
+  double max_relative_error = 0;
+  /// The first tensor that differs (beyond the tolerance) or fails to assemble, or empty.
+  std::string mismatch;
+  bool bytes_match = true;
+  /// Each reshard whose bytes or occurrences differ from the report's.
+  std::vector<std::string> byte_mismatches;
+  /// Each reshard whose removal changes no result.
+  std::vector<std::string> unnecessary;
+  std::int64_t devices = 0;
+  std::size_t collectives = 0;  ///< reshards executed (occurrences)
+  bool ok() const { return error.empty() && mismatch.empty() && bytes_match && unnecessary.empty(); }
+  std::string summary() const {
+    std::string s = error.empty() ? "" : "error: " + error + "; ";
+    if (!mismatch.empty()) s += "mismatch: " + mismatch + "; ";
+    for (const auto& b : byte_mismatches) s += "bytes: " + b + "; ";
+    for (const auto& u : unnecessary) s += "unnecessary: " + u + "; ";
+    return s.empty() ? "ok" : s;
+  }
+};
+
+namespace detail {
+
+using ctspmd::tensor_dist_attr;
+using ctspmd::model::collective;
+
+/// A tensor's value in one run of its block (run -1: a tensor outside every block).
+struct key {
+  std::size_t tensor = 0;
+  std::int64_t run = -1;
+  friend auto operator<=>(const key&, const key&) = default;
+};
+/// The local tensors every device holds, and the layout they are held in.
+struct held {
+  std::vector<tensor> locals;
+  tensor_dist_attr attr;
+};
+
+inline shape_t shape_of(const ctspmd::tensor_shape& s, const std::string& name) {
+  shape_t out;
+  for (auto d : s) {
+    if (d < 0) throw oracle_error("tensor '" + name + "' has an unknown size: not simulated");
+    out.push_back(d);
+  }
+  return out;
+}
+
+/// The layout of a tensor after the mesh dims in `done` (bits) went from `from`'s state to `to`'s.
+inline tensor_dist_attr mix(const tensor_dist_attr& from, const tensor_dist_attr& to, std::uint32_t done) {
+  const auto in = [done](std::int64_t m) { return ((done >> m) & 1U) != 0; };
+  const auto has = [](const ctspmd::mesh_dims& l, std::int64_t m) { return std::find(l.begin(), l.end(), m) != l.end(); };
+  ctspmd::multi_dims_mapping dm;
+  for (std::size_t d = 0; d < from.rank(); ++d) {
+    const auto f = from.mesh_dims_of(d), t = to.mesh_dims_of(d);
+    ctspmd::mesh_dims list;
+    for (auto m : t)
+      if (in(m) || has(f, m)) list.push_back(m);
+    for (auto m : f)
+      if (!in(m) && !has(t, m)) list.push_back(m);
+    dm.push_back(list);
+  }
+  tensor_dist_attr out(from.process_mesh(), dm);
+  for (auto m : from.partial_dims())
+    if (!in(m)) out.set_partial_status({m}, from.partial_reduce_type(m));
+  for (auto m : to.partial_dims())
+    if (in(m)) out.set_partial_status({m}, to.partial_reduce_type(m));
+  return out;
+}
+
+struct box {
+  shape_t start, len;
+};
+inline box box_of(const tensor_dist_attr& a, const shape_t& global, const shape_t& c) {
+  box b{shape_t(global.size()), shape_t(global.size())};
+  for (std::size_t d = 0; d < global.size(); ++d) {
+    const auto ch = chunk_on(a, d, global[d], c, true);
+    b.start[d] = ch.start;
+    b.len[d] = ch.len;
+  }
+  return b;
+}
+
+/// The value a part holds on a device that does not keep a replicated value made partial.
+inline double identity_of(ctspmd::reduce_type r, double v) {
+  switch (r) {
+    case ctspmd::reduce_type::sum:
+    case ctspmd::reduce_type::any: return 0.0;
+    case ctspmd::reduce_type::prod:
+    case ctspmd::reduce_type::all: return 1.0;
+    default: return v;  // avg, max, min: every device may hold the value
+  }
+}
+
+/// Moves `h` from its layout to `b` (which differs on the mesh dims of `group` only) as a
+/// collective of `kind` between the devices; returns the most bytes a device sends.
+inline std::int64_t transform(held& h, const tensor_dist_attr& b, collective kind, std::uint32_t group,
+                              const shape_t& global, std::int64_t element_bytes) {
+  const auto& a = h.attr;
+  const auto& mesh = a.process_mesh();
+  const auto n_dev = to_size(mesh.size());
+  std::int64_t n = 1;
+  for (std::int64_t m = 0; m < mesh.ndim(); ++m)
+    if (((group >> m) & 1U) != 0) n *= mesh.dim_size(m);
+  // 1. Parts of a partial tensor that `b` no longer holds partial are combined over their devices.
+  std::vector<std::int64_t> reduced;
+  for (auto m : a.partial_dims())
+    if (!b.is_partial(m) || b.partial_reduce_type(m) != a.partial_reduce_type(m)) reduced.push_back(m);
+  std::vector<tensor> now = h.locals;
+  std::int64_t bytes = 0;
+  const std::int64_t local_bytes = to_int(h.locals.at(0).size()) * element_bytes;
+  if (!reduced.empty()) {
+    for (std::size_t dev = 0; dev < n_dev; ++dev) {
+      shape_t c = device_coords(mesh, to_int(dev));
+      std::function<tensor(std::size_t)> combined = [&](std::size_t k) -> tensor {
+        if (k == reduced.size()) return h.locals[to_size(device_index(mesh, c))];
+        const auto m = to_size(reduced[k]);
+        const auto keep = c[m];
+        std::vector<tensor> parts;
+        for (c[m] = 0; c[m] < mesh.dim_size(reduced[k]); ++c[m]) parts.push_back(combined(k + 1));
+        c[m] = keep;
+        return combine(parts, a.partial_reduce_type(reduced[k]));
+      };
+      now[dev] = combined(0);
+    }
+  }
+  // 2. Each device's block under `b`: a part of what it holds (a slice), or gathered from the
+  // devices of the group, which differ from it on the group's mesh dims only.
+  std::vector<tensor> out(n_dev);
+  for (std::size_t dev = 0; dev < n_dev; ++dev) {
+    const auto c = device_coords(mesh, to_int(dev));
+    const auto want = box_of(b, global, c);
+    tensor t(want.len);
+    std::vector<bool> have(t.size(), false);
+    std::int64_t covered = 0, received = 0;
+    std::vector<std::size_t> members{dev};  // the device itself first: what it holds moves nowhere
+    for (std::size_t e = 0; e < n_dev; ++e) {
+      const auto ce = device_coords(mesh, to_int(e));
+      bool member = e != dev;
+      for (std::size_t m = 0; m < c.size(); ++m) member = member && (((group >> m) & 1U) != 0 || c[m] == ce[m]);
+      if (member) members.push_back(e);
+    }
+    for (const auto e : members) {
+      if (covered == numel(want.len)) break;
+      const auto has = box_of(a, global, device_coords(mesh, to_int(e)));
+      box common{shape_t(global.size()), shape_t(global.size())};
+      bool empty = false;
+      for (std::size_t d = 0; d < global.size(); ++d) {
+        common.start[d] = std::max(want.start[d], has.start[d]);
+        common.len[d] = std::min(want.start[d] + want.len[d], has.start[d] + has.len[d]) - common.start[d];
+        empty = empty || common.len[d] <= 0;
+      }
+      if (empty) continue;
+      shape_t from_idx(global.size()), to_idx(global.size());
+      for_each_index(common.len, [&](const shape_t& i) {
+        for (std::size_t d = 0; d < i.size(); ++d) {
+          from_idx[d] = common.start[d] + i[d] - has.start[d];
+          to_idx[d] = common.start[d] + i[d] - want.start[d];
+        }
+        std::size_t flat = 0;
+        for (std::size_t d = 0; d < i.size(); ++d) flat = flat * to_size(want.len[d]) + to_size(to_idx[d]);
+        if (have[flat]) return;
+        have[flat] = true;
+        t.data[flat] = now[e][from_idx];
+        ++covered;
+        if (e != dev) ++received;
+      });
+    }
+    if (covered != numel(want.len))
+      throw oracle_error("a " + std::string(ctspmd::model::to_string(kind)) + " to " + ctspmd::to_string(b) +
+                         ": the group's devices do not hold the whole block of device " + shape_string(c));
+    // 3. Mesh dims `b` holds partial that `a` did not: one device keeps the value.
+    for (auto m : b.partial_dims()) {
+      if (a.is_partial(m) && a.partial_reduce_type(m) == b.partial_reduce_type(m)) continue;
+      if (c[to_size(m)] != 0)
+        for (auto& v : t.data) v = identity_of(b.partial_reduce_type(m), v);
+    }
+    out[dev] = std::move(t);
+    std::int64_t sent = 0;
+    switch (kind) {
+      case collective::all_reduce: sent = (2 * (n - 1) * local_bytes + n - 1) / n; break;
+      case collective::reduce_scatter: sent = (n - 1) * to_int(out[dev].size()) * element_bytes; break;
+      case collective::all_gather:
+      case collective::all_to_all: sent = received * element_bytes; break;
+      default: sent = 0;
+    }
+    bytes = std::max(bytes, sent);
+  }
+  h.locals = std::move(out);
+  h.attr = b;
+  return bytes;
+}
+
+inline int kind_order(collective k) {
+  switch (k) {
+    case collective::all_reduce: return 0;
+    case collective::all_to_all: return 1;
+    case collective::reduce_scatter: return 2;
+    case collective::all_gather: return 3;
+    case collective::local_slice: return 4;
+    default: return 5;
+  }
+}
+
+template <class Plan, class Prop>
+class simulator {
+ public:
+  simulator(const Plan& p, const Prop& r, const options& o) : p_(p), r_(r), o_(o), g_(o.seed) {
+    const auto nt = p.tensor_count();
+    per_run_.assign(nt, -1);
+    read_.assign(nt, false);
+    saved_.assign(nt, false);
+    for (std::size_t b = 0; b < p.block_count(); ++b) {
+      const auto& bl = p.block_at(b);
+      const auto fwd = static_cast<std::int64_t>(bl.number(b));
+      for (auto t = bl.input.index; t < bl.end_tensor; ++t) per_run_[t] = fwd;
+      for (auto t = bl.saved_begin; t < bl.saved_end; ++t) per_run_[t] = fwd;
+    }
+    for (std::size_t i = 0; i < p.op_count(); ++i) {
+      const auto& op = p.op_at(i);
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        read_[op.inputs[k]] = true;
+        if (k < op.saved.size() && op.saved[k] != ctspmd::model::detail::no_tensor) saved_[op.saved[k]] = true;
+      }
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        const auto d = input_domain(op.rule, k, shapes_of(op.inputs));
+        if (d.kind != domain::any && domains_.find(op.inputs[k]) == domains_.end()) domains_[op.inputs[k]] = d;
+      }
+    }
+    for (std::size_t e = 0; e < r.reshard_entries(); ++e) {
+      const auto& x = r.reshard_at(e);
+      entries_[{x.op, x.operand, x.on_output}].push_back(e);
+    }
+    for (auto& [k, list] : entries_)
+      std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
+        return kind_order(r.reshard_at(a).kind) < kind_order(r.reshard_at(b).kind);
+      });
+  }
+
+  result run() {
+    result out;
+    out.devices = p_.mesh().size();
+    try {
+      reference_ = execute(false, -1);
+    } catch (const std::exception& e) {
+      out.error = std::string("the one-device run: ") + e.what();
+      return out;
+    }
+    run_state sharded;
+    try {
+      sharded = execute(true, -1);
+    } catch (const std::exception& e) {
+      out.mismatch = e.what();
+      return out;
+    }
+    out.mismatch = compare(sharded, false, &out.max_relative_error);
+    for (std::size_t e = 0; e < r_.reshard_entries(); ++e) {
+      const auto& x = r_.reshard_at(e);
+      const auto it = sharded.sent.find(e);
+      const std::size_t times = it == sharded.sent.end() ? 0 : it->second.size();
+      out.collectives += times;
+      std::string what = describe(e);
+      if (times != x.times) {
+        out.byte_mismatches.push_back(what + ": reported " + std::to_string(x.times) + " times, ran " + std::to_string(times));
+        continue;
+      }
+      for (auto b : it->second)
+        if (x.bytes >= 0 && b != x.bytes) {
+          out.byte_mismatches.push_back(what + ": reported " + std::to_string(x.bytes) + " bytes, a device sent " +
+                                        std::to_string(b));
+          break;
+        }
+    }
+    out.bytes_match = out.byte_mismatches.empty();
+    if (o_.necessity && out.mismatch.empty())
+      for (std::size_t e = 0; e < r_.reshard_entries(); ++e) {
+        std::string diff;
+        try {
+          diff = compare(execute(true, static_cast<std::int64_t>(e)), true, nullptr);
+        } catch (const std::exception& ex) {
+          diff = ex.what();
+        }
+        if (diff.empty()) out.unnecessary.push_back(describe(e));
+      }
+    return out;
+  }
+
+ private:
+  struct run_state {
+    std::map<key, held> values;
+    std::set<key> produced;
+    std::map<std::size_t, std::vector<std::int64_t>> sent;  ///< per reshard entry, per occurrence
+  };
+
+  std::string name(std::size_t t) const {
+    const auto& ti = p_.tensor_at(t);
+    return "'" + std::string(ti.name) + "' (tensor " + std::to_string(t) + ")";
+  }
+  std::string describe(std::size_t e) const {
+    const auto& x = r_.reshard_at(e);
+    const auto& op = p_.op_at(x.op);
+    return std::string(ctspmd::model::to_string(x.kind)) + " on mesh dim " + std::to_string(x.mesh_dim) + " of " +
+           name(x.tensor) + (x.on_output ? " written by" : " read by") + " operator " + std::to_string(x.op) + " '" +
+           std::string(op.name()) + "' (" + ctspmd::to_string(x.from) + " -> " + ctspmd::to_string(x.to) + ")";
+  }
+  template <class Ids>
+  std::vector<shape_t> shapes_of(const Ids& ids) const {
+    std::vector<shape_t> s;
+    for (auto t : ids) {
+      shape_t one;
+      for (auto d : p_.tensor_at(t).shape) one.push_back(d);
+      s.push_back(one);
+    }
+    return s;
+  }
+  shape_t global(std::size_t t) const { return shape_of(p_.tensor_at(t).shape, std::string(p_.tensor_at(t).name)); }
+  key key_of(std::size_t t) const {
+    return {t, per_run_[t] < 0 ? -1 : run_[static_cast<std::size_t>(per_run_[t])]};
+  }
+  tensor_dist_attr replicated(std::size_t rank) const {
+    return tensor_dist_attr(one_, ctspmd::dims_mapping(rank, -1));
+  }
+  /// The layout tensor `t` has in the sharded run (the propagation's) or the reference's.
+  tensor_dist_attr layout(std::size_t t, bool sharded) const {
+    return sharded ? r_.attr(ctspmd::model::tensor_id{t}) : replicated(p_.tensor_at(t).shape.size());
+  }
+
+  /// A plan input's value (drawn once, the same in every run of the simulator).
+  const tensor& input_value(const key& k) {
+    auto it = inputs_.find(k);
+    if (it != inputs_.end()) return it->second;
+    const auto s = global(k.tensor);
+    const auto d = domains_.find(k.tensor);
+    tensor v = random_tensor(s, g_);
+    if (d != domains_.end()) {
+      for (auto& x : v.data) {
+        switch (d->second.kind) {
+          case domain::index: x = static_cast<double>(g_.uniform(0, std::max<std::int64_t>(d->second.bound, 1) - 1)); break;
+          case domain::positive: x = g_.real(0.05, 1.0); break;
+          case domain::power: x = g_.real(0.2, 0.9); break;
+          default: break;
+        }
+      }
+    }
+    return inputs_.emplace(k, std::move(v)).first->second;
+  }
+
+  held& value(run_state& s, std::size_t t, bool sharded) {
+    const auto k = key_of(t);
+    auto it = s.values.find(k);
+    if (it != s.values.end()) return it->second;
+    const auto& ti = p_.tensor_at(t);
+    if (ti.producer >= 0 || saved_[t] || ti.role == ctspmd::model::tensor_role::first_run_layout)
+      throw oracle_error("tensor " + name(t) + " is read before it is written");
+    held h;
+    h.attr = layout(t, sharded);
+    h.locals = distribute(input_value(k), h.attr, g_);
+    return s.values.emplace(k, std::move(h)).first->second;
+  }
+
+  /// Runs the reshards listed for (op, operand, on_output) on `h` (except `skip`).
+  void reshard(run_state& s, held& h, std::size_t op, std::size_t operand, bool on_output, std::size_t t,
+               std::int64_t skip) {
+    const auto it = entries_.find({op, operand, on_output});
+    if (it == entries_.end()) return;
+    std::vector<std::size_t> list;
+    for (auto e : it->second)
+      if (r_.reshard_at(e).from == h.attr) list.push_back(e);
+    if (list.empty())
+      throw oracle_error("operator " + std::to_string(op) + " '" + std::string(p_.op_at(op).name()) + "': " + name(t) +
+                         " is held as " + ctspmd::to_string(h.attr) + ", but its reshards start from " +
+                         ctspmd::to_string(r_.reshard_at(it->second[0]).from));
+    const auto to = r_.reshard_at(list[0]).to;
+    const auto from = h.attr;
+    std::uint32_t done = 0;
+    for (auto e : list) {
+      const auto& x = r_.reshard_at(e);
+      done |= x.group;
+      if (static_cast<std::int64_t>(e) == skip) {
+        done &= ~x.group;
+        continue;
+      }
+      const auto next = mix(from, to, done);
+      s.sent[e].push_back(transform(h, next, x.kind, x.group, global(t), p_.tensor_at(t).element_bytes));
+    }
+  }
+
+  void run_op(run_state& s, std::size_t i, bool sharded, std::int64_t skip) {
+    const auto& op = p_.op_at(i);
+    kernel_call call;
+    call.rule = op.rule;
+    const auto attrs = ctspmd::runtime::operator_attributes(op);
+    call.attrs = &attrs;
+    const auto n_dev = sharded ? to_size(p_.mesh().size()) : 1;
+    device_tensors in(n_dev);
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+      const auto t = op.inputs[k];
+      held h = value(s, t, sharded);
+      if (sharded) reshard(s, h, i, k, false, t, skip);
+      for (std::size_t d = 0; d < n_dev; ++d) in[d].push_back(h.locals[d]);
+      call.in.push_back(h.attr);
+      call.in_shapes.push_back(global(t));
+      if (k < op.saved.size() && op.saved[k] != ctspmd::model::detail::no_tensor) {
+        const auto sk = key_of(op.saved[k]);
+        s.values[sk] = h;
+        s.produced.insert(sk);
+      }
+    }
+    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+      const auto t = op.outputs[k];
+      tensor_dist_attr a = layout(t, sharded);
+      if (sharded) {
+        const auto it = entries_.find({i, k, true});
+        if (it != entries_.end()) a = r_.reshard_at(it->second[0]).from;
+      }
+      call.out.push_back(a);
+      call.out_shapes.push_back(global(t));
+    }
+    const auto out = kernel_of(op.rule)(call, in);
+    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+      const auto t = op.outputs[k];
+      held h;
+      h.attr = call.out[k];
+      for (std::size_t d = 0; d < n_dev; ++d) h.locals.push_back(out.at(d).at(k));
+      if (sharded) reshard(s, h, i, k, true, t, skip);
+      const auto key = key_of(t);
+      s.values[key] = std::move(h);
+      s.produced.insert(key);
+    }
+  }
+
+  run_state execute(bool sharded, std::int64_t skip) {
+    run_state s;
+    run_.assign(p_.block_count(), -1);
+    for (std::size_t i = 0; i < p_.op_count();) {
+      std::int64_t b = -1;
+      for (std::size_t k = 0; k < p_.block_count(); ++k)
+        if (p_.block_at(k).first_op == i) b = static_cast<std::int64_t>(k);
+      if (b < 0) {
+        step(s, i, sharded, skip);
+        ++i;
+        continue;
+      }
+      const auto& bl = p_.block_at(static_cast<std::size_t>(b));
+      const auto fwd = bl.number(static_cast<std::size_t>(b));
+      const bool backward = bl.mirror_of >= 0;
+      if (sharded && r_.attr(bl.source) != r_.attr(bl.input))
+        throw oracle_error("block " + std::to_string(b) + ": its first run's input is laid out as " +
+                           ctspmd::to_string(r_.attr(bl.source)) + ", its other runs' as " +
+                           ctspmd::to_string(r_.attr(bl.input)) + " (not simulated)");
+      for (std::size_t j = 0; j < bl.count; ++j) {
+        const auto run = static_cast<std::int64_t>(backward ? bl.count - 1 - j : j);
+        held in;
+        if (j == 0) {
+          in = value(s, bl.source.index, sharded);
+        } else {
+          run_[fwd] = backward ? run + 1 : run - 1;
+          in = value(s, bl.output.index, sharded);
+        }
+        run_[fwd] = run;
+        s.values[key_of(bl.input.index)] = in;
+        for (auto k = bl.first_op; k < bl.end_op; ++k) step(s, k, sharded, skip);
+      }
+      i = bl.end_op;
+    }
+    return s;
+  }
+
+  void step(run_state& s, std::size_t i, bool sharded, std::int64_t skip) {
+    try {
+      run_op(s, i, sharded, skip);
+    } catch (const oracle_error& e) {
+      throw oracle_error("operator " + std::to_string(i) + " '" + std::string(p_.op_at(i).name()) + "' (" +
+                         std::string(p_.op_at(i).rule) + "): " + e.what());
+    }
+  }
+
+  /// Compares the sharded run's tensors (only the results: those no operator reads, with
+  /// `results_only`) with the reference's: empty if they agree, else what differs first.
+  std::string compare(const run_state& s, bool results_only, double* max_error) const {
+    std::string first;
+    for (const auto& k : s.produced) {
+      const auto& ti = p_.tensor_at(k.tensor);
+      if (ti.shape.empty() && ti.name.empty()) continue;  // an absent operand
+      if (results_only && read_[k.tensor]) continue;
+      const auto ref = reference_.values.find(k);
+      if (ref == reference_.values.end()) continue;
+      const auto& h = s.values.at(k);
+      std::string what = name(k.tensor) + (k.run >= 0 ? " of run " + std::to_string(k.run) : "");
+      try {
+        // Under the layout the propagation gives the tensor: the devices must hold it so.
+        const auto got = assemble(h.locals, layout(k.tensor, true), global(k.tensor));
+        const auto& want = ref->second.locals.at(0);
+        double scale = 0, diff = 0;
+        for (std::size_t e = 0; e < want.size(); ++e) {
+          scale = std::max(scale, std::abs(want.data[e]));
+          diff = std::max(diff, std::abs(got.data[e] - want.data[e]));
+        }
+        const double rel = diff / std::max(scale, 1e-300);
+        if (max_error) *max_error = std::max(*max_error, rel);
+        if (rel > o_.tolerance && first.empty())
+          first = what + ": relative difference " + std::to_string(rel) + " from one device";
+      } catch (const std::exception& e) {
+        if (first.empty()) first = what + ": " + e.what();
+      }
+      if (!first.empty() && !max_error) break;
+    }
+    return first;
+  }
+
+  const Plan& p_;
+  const Prop& r_;
+  options o_;
+  rng g_;
+  ctspmd::process_mesh one_{ctspmd::tensor_shape{1}};
+  std::vector<std::int64_t> per_run_;  ///< per tensor: the forward block whose runs each hold one, or -1
+  std::vector<bool> read_, saved_;
+  std::map<std::size_t, domain> domains_;
+  std::map<std::tuple<std::size_t, std::size_t, bool>, std::vector<std::size_t>> entries_;
+  std::map<key, tensor> inputs_;
+  std::vector<std::int64_t> run_;  ///< per block number: the run executing (or last executed)
+  run_state reference_;
+};
+
+}  // namespace detail
+
+/// Simulates training step `step`, whose propagation is `r`, on its mesh (see the file comment).
+template <class Plan, class Prop>
+result simulate(const Plan& step, const Prop& r, const options& o = {}) {
+  result failed;
+  if (!r.ok()) {
+    failed.error = "the propagation failed: " + ctspmd::to_string(r.error());
+    return failed;
+  }
+  try {
+    detail::simulator<Plan, Prop> s(step, r, o);
+    return s.run();
+  } catch (const std::exception& e) {
+    failed.error = e.what();
+    return failed;
+  }
+}
+
+}  // namespace ctspmd_oracle::step
+
+#endif
