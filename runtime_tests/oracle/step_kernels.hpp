@@ -36,6 +36,7 @@
 #include "ops_elementwise_norms.hpp"
 #include "ops_optimizer_data_parallel.hpp"
 #include "ops_reduction_softmax_grads.hpp"
+#include "ops_rope.hpp"
 #include "tensor.hpp"
 
 namespace ctspmd_oracle::step {
@@ -175,6 +176,10 @@ inline double gelu(double x, bool approximate) {
   return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
 
+inline ops::rope_options rope_of(const kernel_call& c) {
+  return {c.get<bool>("use_neox_rotary_style"), c.get<bool>("time_major"), c.get<double>("rotary_emb_base")};
+}
+
 inline std::vector<std::size_t> perm_of(const kernel_call& c) {
   std::vector<std::size_t> perm;
   for (auto p : c.get<std::vector<std::int64_t>>("perm")) perm.push_back(ops::normalize_axis(p, to_int(c.in_shapes[0].size())));
@@ -284,6 +289,25 @@ inline const std::map<std::string, step_kernel, std::less<>>& table() {
       {"silu_grad", simple([](const v& in) { return ops_a::silu_grad(in[0], in[1], in[2]); })},
       {"add_grad", several([](const v& in) { return ops_a::add_grad(in[0], in[1], in[2]); })},
       {"multiply_grad", several([](const v& in) { return ops_a::multiply_grad(in[0], in[1], in[2]); })},
+      {"swiglu_grad", several([](const v& in) {
+         if (in[1].rank() == 0) return v{ops_a::swiglu_grad(in[0], in[2]), tensor(shape_t{})};
+         const auto dx = ops::elementwise({in[0], in[1], in[2]}, [](const std::vector<double>& a) {
+           const double s = ops_a::sigmoid(a[0]);
+           return s * (1 + a[0] * (1 - s)) * a[1] * a[2];
+         });
+         const auto dy = ops::elementwise({in[0], in[2]}, [](const std::vector<double>& a) { return ops_a::silu(a[0]) * a[1]; });
+         return v{dx, dy};
+       })},
+      {"fused_rope", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         const auto o = rope_of(c);
+         return v{ops::rope(in[0], in[3], in[4], in[5], o), ops::rope(in[1], in[3], in[4], in[5], o),
+                  ops::rope(in[2], in[3], in[4], in[5], o)};
+       })},
+      {"fused_rope_grad", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         const auto o = rope_of(c);
+         return v{ops::rope_grad(in[3], in[0], in[1], in[2], o), ops::rope_grad(in[4], in[0], in[1], in[2], o),
+                  ops::rope_grad(in[5], in[0], in[1], in[2], o)};
+       })},
       {"swiglu", simple([](const v& in) { return in.size() > 1 && in[1].rank() > 0 ? ops_a::swiglu(in[0], in[1]) : ops_a::swiglu(in[0]); })},
       {"flash_attention", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
          if (c.get<double>("dropout") != 0.0) throw oracle_error("flash_attention: dropout has no kernel");
@@ -350,6 +374,10 @@ inline domain input_domain(std::string_view rule, std::size_t k, const std::vect
   if ((rule == "c_embedding" || rule == "c_embedding_grad") && k == 1) return {domain::index, rows(0)};
   if ((rule == "c_softmax_with_cross_entropy" || rule == "c_softmax_with_cross_entropy_grad") && k == 1)
     return {domain::index, last(0)};
+  // sin / cos tables: [rows, d] or [1, rows, 1, d]
+  const auto table_rows = [&](std::size_t i) { return shapes.at(i).size() == 4 ? shapes[i][1] : rows(i); };
+  if (rule == "fused_rope" && k == 5) return {domain::index, table_rows(3)};
+  if (rule == "fused_rope_grad" && k == 2) return {domain::index, table_rows(0)};
   if (rule == "adam" || rule == "adamw") {
     if (k == 2 || k == 4 || k == 5) return {domain::positive, 0};
     if (k == 6 || k == 7) return {domain::power, 0};

@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -114,16 +115,26 @@ inline shape_t shape_of(const ctspmd::tensor_shape& s, const std::string& name) 
   return out;
 }
 
-/// The layout of a tensor after the mesh dims in `done` (bits) went from `from`'s state to `to`'s.
-inline tensor_dist_attr mix(const tensor_dist_attr& from, const tensor_dist_attr& to, std::uint32_t done) {
+/// The layout of a tensor after the mesh dims in `done` (bits) went from `from`'s state to `to`'s,
+/// or nullopt when that is no layout on the way to `to`: a co-sharded tensor dim's mesh dims
+/// split it major first, so those in `to`'s list that are in place (moved, or already there)
+/// must come first in it.
+inline std::optional<tensor_dist_attr> mix(const tensor_dist_attr& from, const tensor_dist_attr& to, std::uint32_t done) {
   const auto in = [done](std::int64_t m) { return ((done >> m) & 1U) != 0; };
   const auto has = [](const ctspmd::mesh_dims& l, std::int64_t m) { return std::find(l.begin(), l.end(), m) != l.end(); };
   ctspmd::multi_dims_mapping dm;
   for (std::size_t d = 0; d < from.rank(); ++d) {
     const auto f = from.mesh_dims_of(d), t = to.mesh_dims_of(d);
     ctspmd::mesh_dims list;
-    for (auto m : t)
-      if (in(m) || has(f, m)) list.push_back(m);
+    bool gap = false;
+    for (auto m : t) {
+      if (in(m) || has(f, m)) {
+        if (gap) return std::nullopt;
+        list.push_back(m);
+      } else {
+        gap = true;
+      }
+    }
     for (auto m : f)
       if (!in(m) && !has(t, m)) list.push_back(m);
     dm.push_back(list);
@@ -159,6 +170,11 @@ inline double identity_of(ctspmd::reduce_type r, double v) {
     default: return v;  // avg, max, min: every device may hold the value
   }
 }
+
+/// A collective that cannot run alone: the devices of its group do not hold what it needs.
+struct not_alone : oracle_error {
+  using oracle_error::oracle_error;
+};
 
 /// Moves `h` from its layout to `b` (which differs on the mesh dims of `group` only) as a
 /// collective of `kind` between the devices; returns the most bytes a device sends.
@@ -235,8 +251,9 @@ inline std::int64_t transform(held& h, const tensor_dist_attr& b, collective kin
       });
     }
     if (covered != numel(want.len))
-      throw oracle_error("a " + std::string(ctspmd::model::to_string(kind)) + " to " + ctspmd::to_string(b) +
-                         ": the group's devices do not hold the whole block of device " + shape_string(c));
+      throw not_alone("a " + std::string(ctspmd::model::to_string(kind)) + " from " + ctspmd::to_string(a) + " to " +
+                         ctspmd::to_string(b) + " over mesh dims " + std::to_string(group) +
+                         " (bits): the group's devices do not hold the whole block of device " + shape_string(c));
     // 3. Mesh dims `b` holds partial that `a` did not: one device keeps the value.
     for (auto m : b.partial_dims()) {
       if (a.is_partial(m) && a.partial_reduce_type(m) == b.partial_reduce_type(m)) continue;
@@ -333,11 +350,22 @@ class simulator {
         continue;
       }
       for (auto b : it->second)
-        if (x.bytes >= 0 && b != x.bytes) {
+        if (x.bytes >= 0 && b != fused && b != x.bytes) {
           out.byte_mismatches.push_back(what + ": reported " + std::to_string(x.bytes) + " bytes, a device sent " +
                                         std::to_string(b));
           break;
         }
+    }
+    for (const auto& [entries, bytes] : sharded.fused) {
+      std::int64_t reported = 0;
+      std::string what;
+      for (auto e : entries) {
+        reported += r_.reshard_at(e).bytes;
+        what += (what.empty() ? "" : " with ") + describe(e);
+      }
+      if (reported != bytes)
+        out.byte_mismatches.push_back(what + ": no group of one of them holds what it needs; run as one collective, a "
+                                      "device sent " + std::to_string(bytes) + " bytes, reported " + std::to_string(reported));
     }
     out.bytes_match = out.byte_mismatches.empty();
     if (o_.necessity && out.mismatch.empty())
@@ -357,8 +385,15 @@ class simulator {
   struct run_state {
     std::map<key, held> values;
     std::set<key> produced;
+    /// The layout the report promises a tensor in this run (where it says): what the devices
+    /// must hold.
+    std::map<key, std::optional<tensor_dist_attr>> promised;
     std::map<std::size_t, std::vector<std::int64_t>> sent;  ///< per reshard entry, per occurrence
+    /// Reshards run as one collective (their entries, the bytes a device sent).
+    std::vector<std::pair<std::vector<std::size_t>, std::int64_t>> fused;
   };
+
+  static constexpr std::int64_t fused = -2;  ///< `sent`'s entry for a reshard run with others
 
   std::string name(std::size_t t) const {
     const auto& ti = p_.tensor_at(t);
@@ -385,12 +420,47 @@ class simulator {
   key key_of(std::size_t t) const {
     return {t, per_run_[t] < 0 ? -1 : run_[static_cast<std::size_t>(per_run_[t])]};
   }
+  tensor_dist_attr replicated_on_mesh(std::size_t t) const {
+    return tensor_dist_attr(p_.mesh(), ctspmd::dims_mapping(p_.tensor_at(t).shape.size(), -1));
+  }
   tensor_dist_attr replicated(std::size_t rank) const {
     return tensor_dist_attr(one_, ctspmd::dims_mapping(rank, -1));
   }
-  /// The layout tensor `t` has in the sharded run (the propagation's) or the reference's.
-  tensor_dist_attr layout(std::size_t t, bool sharded) const {
-    return sharded ? r_.attr(ctspmd::model::tensor_id{t}) : replicated(p_.tensor_at(t).shape.size());
+  /// The layout tensor `t` has in the reference (replicated), or in the sharded run as the
+  /// propagation reports it: a forward block's first run's layouts are those the training step
+  /// keeps from `first_run_at` on, its other runs' the propagation's; nullopt where the report
+  /// keeps none: a backward block's tensors (the propagation keeps one run's layouts only), a
+  /// first run that differs from the others without a record.
+  std::optional<tensor_dist_attr> layout(std::size_t t, bool sharded) const {
+    if (!sharded) return replicated(p_.tensor_at(t).shape.size());
+    const auto b = per_run_[t];
+    if (b >= 0) {
+      const auto& f = p_.block_at(static_cast<std::size_t>(b));
+      const bool in_forward = (t >= f.input.index && t < f.end_tensor) || (t >= f.saved_begin && t < f.saved_end);
+      if (!in_forward) return std::nullopt;
+      if (run_[static_cast<std::size_t>(b)] == 0 && f.count > 1) {
+        if (f.first_run_at != 0) {
+          const std::size_t own = f.end_tensor - f.input.index;
+          const std::size_t k = t < f.end_tensor && t >= f.input.index ? t - f.input.index : own + t - f.saved_begin;
+          return r_.attr(ctspmd::model::tensor_id{f.first_run_at + k});
+        }
+        // No record of the first run (a block no backward pass runs): it is the others' if it
+        // begins as they do, else unknown.
+        if (r_.attr(f.source) != r_.attr(f.input)) return std::nullopt;
+      }
+    }
+    return r_.attr(ctspmd::model::tensor_id{t});
+  }
+
+  /// The layout the report promises operator output `t` in the run executing: its annotation, or
+  /// its `layout_of` tensor's layout without partial status (model/plan.hpp), or `layout`.
+  std::optional<tensor_dist_attr> promise(run_state& s, std::size_t t) {
+    const auto& ti = p_.tensor_at(t);
+    if (ti.annotated) return ti.annotation;
+    if (ti.layout_of < 0) return layout(t, true);
+    auto a = value_of(s, static_cast<std::size_t>(ti.layout_of), true).attr;
+    a.clean_partial_status();
+    return a;
   }
 
   /// A plan input's value (drawn once, the same in every run of the simulator).
@@ -413,17 +483,41 @@ class simulator {
     return inputs_.emplace(k, std::move(v)).first->second;
   }
 
-  held& value(run_state& s, std::size_t t, bool sharded) {
+  /// The value of tensor `t` in the run executing; a plan input is laid out, when first read, as
+  /// the report says, or, where it keeps no layout for this run (a backward block's optimizer
+  /// states), as propagation lays such an input out: pinned to its annotation or its `layout_of`
+  /// tensor, else as `need` (what its first reader's rule needs of it), or nullptr when that is
+  /// not yet known.
+  held* value(run_state& s, std::size_t t, bool sharded, const tensor_dist_attr* need = nullptr) {
     const auto k = key_of(t);
     auto it = s.values.find(k);
-    if (it != s.values.end()) return it->second;
+    if (it != s.values.end()) return &it->second;
     const auto& ti = p_.tensor_at(t);
     if (ti.producer >= 0 || saved_[t] || ti.role == ctspmd::model::tensor_role::first_run_layout)
       throw oracle_error("tensor " + name(t) + " is read before it is written");
     held h;
-    h.attr = layout(t, sharded);
+    auto a = layout(t, sharded);
+    if (!a) {
+      if (ti.annotated) {
+        a = ti.annotation;
+      } else if (ti.layout_of >= 0) {
+        auto pin = value_of(s, static_cast<std::size_t>(ti.layout_of), sharded).attr;
+        pin.clean_partial_status();
+        a = pin;
+      } else if (need) {
+        a = *need;
+      } else {
+        return nullptr;
+      }
+    }
+    h.attr = *a;
     h.locals = distribute(input_value(k), h.attr, g_);
-    return s.values.emplace(k, std::move(h)).first->second;
+    return &s.values.emplace(k, std::move(h)).first->second;
+  }
+  held& value_of(run_state& s, std::size_t t, bool sharded) {
+    auto* h = value(s, t, sharded);
+    if (!h) throw oracle_error("tensor " + name(t) + " has no layout");
+    return *h;
   }
 
   /// Runs the reshards listed for (op, operand, on_output) on `h` (except `skip`).
@@ -434,22 +528,57 @@ class simulator {
     std::vector<std::size_t> list;
     for (auto e : it->second)
       if (r_.reshard_at(e).from == h.attr) list.push_back(e);
-    if (list.empty())
-      throw oracle_error("operator " + std::to_string(op) + " '" + std::string(p_.op_at(op).name()) + "': " + name(t) +
-                         " is held as " + ctspmd::to_string(h.attr) + ", but its reshards start from " +
-                         ctspmd::to_string(r_.reshard_at(it->second[0]).from));
+    if (list.empty()) return;  // none in this run (a block's first run may need some, the others none)
     const auto to = r_.reshard_at(list[0]).to;
     const auto from = h.attr;
-    std::uint32_t done = 0;
-    for (auto e : list) {
-      const auto& x = r_.reshard_at(e);
-      done |= x.group;
-      if (static_cast<std::int64_t>(e) == skip) {
-        done &= ~x.group;
-        continue;
+    const auto shape = global(t);
+    const auto element_bytes = p_.tensor_at(t).element_bytes;
+    std::uint32_t done = 0;  // the mesh dims moved
+    std::vector<std::size_t> left;
+    for (auto e : list)
+      if (static_cast<std::int64_t>(e) != skip) left.push_back(e);
+    while (!left.empty()) {
+      // The first collective (in the order of the file comment) that can run now, alone.
+      bool moved = false;
+      for (std::size_t i = 0; i < left.size() && !moved; ++i) {
+        const auto& x = r_.reshard_at(left[i]);
+        const auto next = mix(from, to, done | x.group);
+        // (A co-shard's order is not a layout of its own: a mesh dim that only changes its place
+        // in a tensor dim's list moves with the others of that list.)
+        if (!next || (*next == h.attr && ctspmd::model::moves_data(x.kind))) continue;
+        held trial = h;
+        std::int64_t bytes = 0;
+        try {
+          bytes = transform(trial, *next, x.kind, x.group, shape, element_bytes);
+        } catch (const not_alone&) {
+          continue;
+        }
+        h = std::move(trial);
+        done |= x.group;
+        s.sent[left[i]].push_back(bytes);
+        left.erase(left.begin() + static_cast<std::ptrdiff_t>(i));
+        moved = true;
       }
-      const auto next = mix(from, to, done);
-      s.sent[e].push_back(transform(h, next, x.kind, x.group, global(t), p_.tensor_at(t).element_bytes));
+      if (moved) continue;
+      // None can: a co-shard's order changes with them, and no device group of one of them holds
+      // what it needs. They run as one collective over all their mesh dims; its bytes are checked
+      // against the sum of theirs.
+      std::uint32_t group = 0;
+      for (auto e : left) group |= r_.reshard_at(e).group;
+      std::int64_t bytes = 0;
+      try {
+        const auto next = mix(from, to, done | group);
+        if (!next) throw not_alone("no layout on the way to " + ctspmd::to_string(to));
+        bytes = transform(h, *next, collective::all_to_all, group, shape, element_bytes);
+      } catch (const not_alone& e) {
+        std::string listed;
+        for (auto x : list) listed += (listed.empty() ? "" : ", ") + describe(x);
+        throw oracle_error(std::string(e.what()) + "; the reshards listed: " + listed);
+      }
+      done |= group;
+      for (auto e : left) s.sent[e].push_back(fused);
+      s.fused.push_back({left, bytes});
+      left.clear();
     }
   }
 
@@ -461,10 +590,36 @@ class simulator {
     call.attrs = &attrs;
     const auto n_dev = sharded ? to_size(p_.mesh().size()) : 1;
     device_tensors in(n_dev);
+    // The outputs' layouts: the rule's forward inference from the inputs as held, or, when an
+    // output is pinned (annotated, or to its `layout_of` tensor), from the inputs as resharded
+    // (propagate.hpp); a pinned output is then resharded to its pin.
+    bool pinned = false;
+    for (auto t : op.outputs) pinned = pinned || p_.tensor_at(t).annotated || p_.tensor_at(t).layout_of >= 0;
+    std::vector<ctspmd::dist_tensor_spec> specs;
+    std::vector<std::size_t> unknown;  // plan inputs whose layout is what this operator needs of them
     for (std::size_t k = 0; k < op.inputs.size(); ++k) {
       const auto t = op.inputs[k];
-      held h = value(s, t, sharded);
+      const held* h = value(s, t, sharded);
+      if (!h) unknown.push_back(k);
+      specs.emplace_back(p_.tensor_at(t).shape, h ? h->attr : replicated_on_mesh(t));
+    }
+    ctspmd::spmd_info info;
+    const auto infer = [&] {
+      info = ctspmd::spmd_info{};
+      if (auto st = op.forward(info, specs, op.attributes, p_.semantics()); !st)
+        throw oracle_error("the rule refuses the layouts the devices hold: " + ctspmd::to_string(st.error()));
+      if (info.outputs.size() != op.outputs.size()) throw oracle_error("the rule infers another number of outputs");
+    };
+    if (sharded && !pinned) infer();
+    for (auto k : unknown) {
+      if (pinned) infer();  // (then from the inputs as held, for the unknown ones alone)
+      value(s, op.inputs[k], sharded, &info.inputs[k]);
+    }
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+      const auto t = op.inputs[k];
+      held h = value_of(s, t, sharded);
       if (sharded) reshard(s, h, i, k, false, t, skip);
+      specs[k] = ctspmd::dist_tensor_spec(p_.tensor_at(t).shape, h.attr);
       for (std::size_t d = 0; d < n_dev; ++d) in[d].push_back(h.locals[d]);
       call.in.push_back(h.attr);
       call.in_shapes.push_back(global(t));
@@ -472,17 +627,15 @@ class simulator {
         const auto sk = key_of(op.saved[k]);
         s.values[sk] = h;
         s.produced.insert(sk);
+        if (sharded) s.promised[sk] = layout(op.saved[k], true);
       }
     }
+    if (sharded && pinned) infer();
     for (std::size_t k = 0; k < op.outputs.size(); ++k) {
       const auto t = op.outputs[k];
-      tensor_dist_attr a = layout(t, sharded);
-      if (sharded) {
-        const auto it = entries_.find({i, k, true});
-        if (it != entries_.end()) a = r_.reshard_at(it->second[0]).from;
-      }
-      call.out.push_back(a);
+      call.out.push_back(sharded ? info.outputs[k] : replicated(p_.tensor_at(t).shape.size()));
       call.out_shapes.push_back(global(t));
+      if (sharded) s.promised[key_of(t)] = promise(s, t);
     }
     const auto out = kernel_of(op.rule)(call, in);
     for (std::size_t k = 0; k < op.outputs.size(); ++k) {
@@ -512,18 +665,14 @@ class simulator {
       const auto& bl = p_.block_at(static_cast<std::size_t>(b));
       const auto fwd = bl.number(static_cast<std::size_t>(b));
       const bool backward = bl.mirror_of >= 0;
-      if (sharded && r_.attr(bl.source) != r_.attr(bl.input))
-        throw oracle_error("block " + std::to_string(b) + ": its first run's input is laid out as " +
-                           ctspmd::to_string(r_.attr(bl.source)) + ", its other runs' as " +
-                           ctspmd::to_string(r_.attr(bl.input)) + " (not simulated)");
       for (std::size_t j = 0; j < bl.count; ++j) {
         const auto run = static_cast<std::int64_t>(backward ? bl.count - 1 - j : j);
         held in;
         if (j == 0) {
-          in = value(s, bl.source.index, sharded);
+          in = value_of(s, bl.source.index, sharded);
         } else {
           run_[fwd] = backward ? run + 1 : run - 1;
-          in = value(s, bl.output.index, sharded);
+          in = value_of(s, bl.output.index, sharded);
         }
         run_[fwd] = run;
         s.values[key_of(bl.input.index)] = in;
@@ -549,15 +698,17 @@ class simulator {
     std::string first;
     for (const auto& k : s.produced) {
       const auto& ti = p_.tensor_at(k.tensor);
-      if (ti.shape.empty() && ti.name.empty()) continue;  // an absent operand
+      if (ti.shape.empty()) continue;  // an absent operand (model/training.hpp)
       if (results_only && read_[k.tensor]) continue;
       const auto ref = reference_.values.find(k);
       if (ref == reference_.values.end()) continue;
       const auto& h = s.values.at(k);
       std::string what = name(k.tensor) + (k.run >= 0 ? " of run " + std::to_string(k.run) : "");
       try {
-        // Under the layout the propagation gives the tensor: the devices must hold it so.
-        const auto got = assemble(h.locals, layout(k.tensor, true), global(k.tensor));
+        // Under the layout the report promises, where it does: the devices must hold it so.
+        const auto promised = s.promised.find(k);
+        const bool known = promised != s.promised.end() && promised->second;
+        const auto got = assemble(h.locals, known ? *promised->second : h.attr, global(k.tensor));
         const auto& want = ref->second.locals.at(0);
         double scale = 0, diff = 0;
         for (std::size_t e = 0; e < want.size(); ++e) {

@@ -2,9 +2,14 @@
 // exactly the bytes its report lists, and need every collective. Doctored reports (a reshard
 // left out, wrong bytes, a layout that is not what the devices hold) must be caught.
 #include <functional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
 #include <memory>
 
 #include <ctspmd/models/gpt.hpp>
+#include <ctspmd/models/llama.hpp>
 
 #include <doctest/doctest.h>
 
@@ -69,6 +74,23 @@ TEST_CASE("step simulator: ZeRO stages 1 to 3, mixed precision, recomputation") 
     }
 }
 
+constexpr models::llama_config tiny_llama{.hidden_size = 16, .intermediate_size = 24, .num_hidden_layers = 2,
+                                          .num_attention_heads = 4, .num_key_value_heads = 2, .vocab_size = 32,
+                                          .max_position_embeddings = 64};
+
+TEST_CASE("step simulator: Llama (grouped-query attention, rotary, SwiGLU) under tensor, sequence and context parallelism") {
+  const models::layout layouts[] = {{.dp = 0, .tp = 1}, {.dp = 0, .tp = 1, .sp = true}, {.tp = 1, .cp = 0},
+                                    {.dp = 0, .cp = 1}};
+  for (const auto& l : layouts) {
+    const auto m = std::make_unique<decltype(models::llama(tiny_llama, process_mesh({2, 2}), l, {.seq = 8, .micro_batch = 2}))>(
+        models::llama(tiny_llama, process_mesh({2, 2}), l, {.seq = 8, .micro_batch = 2}));
+    model::training_options o;
+    o.shard_optimizer_states_on = l.dp >= 0 ? l.dp : -1;
+    INFO("dp " << l.dp << " tp " << l.tp << " cp " << l.cp << " sp " << l.sp);
+    check_ok(simulate_model(*m, o));
+  }
+}
+
 /// A propagation as another one reports it, with one change.
 template <class Prop>
 struct doctored {
@@ -129,6 +151,154 @@ TEST_CASE("step simulator: a doctored report is caught") {
     REQUIRE(layout.wrong_tensor >= 0);
     CHECK(!sim::simulate(step, layout, {.necessity = false}).mismatch.empty());
   });
+}
+
+
+namespace generated {
+
+using model::tensor_id;
+
+std::string mesh_text(const process_mesh& m) {
+  std::string s = "[";
+  for (std::int64_t d = 0; d < m.ndim(); ++d) s += (d ? ", " : "") + std::to_string(m.dim_size(d));
+  return s + "]";
+}
+
+using step_plan = model::plan<160, 64>;
+
+/// A random layout of a tensor of `rank` dims on `mesh`: each mesh dim shards a random dim or
+/// none (under phi, two mesh dims may co-shard one dim); with `partial`, a mesh dim left unused
+/// may hold the tensor partial (sum).
+tensor_dist_attr random_layout(const process_mesh& mesh, std::size_t rank, bool phi, bool partial, std::mt19937& g) {
+  const auto pick = [&](int n) { return static_cast<int>(g() % static_cast<unsigned>(n)); };
+  multi_dims_mapping dm(rank, mesh_dims{});
+  mesh_dims unused;
+  for (std::int64_t m = 0; m < mesh.ndim(); ++m) {
+    const int d = pick(static_cast<int>(rank) + 1) - 1;
+    if (d >= 0 && (phi || dm[static_cast<std::size_t>(d)].empty()))
+      dm[static_cast<std::size_t>(d)].push_back(m);
+    else
+      unused.push_back(m);
+  }
+  tensor_dist_attr a(mesh, dm);
+  if (partial)
+    for (auto m : unused)
+      if (pick(3) == 0) a.set_partial_status({m});
+  return a;
+}
+
+/// A random training step's forward plan: an activation [8, 8, 16] through random operators, in
+/// a repeated block now and then; weights and some activations annotated at random.
+struct generated_plan {
+  std::unique_ptr<step_plan> plan;
+  tensor_id loss{};
+  std::string what;
+};
+
+generated_plan make(std::mt19937& g) {
+  const auto pick = [&](int n) { return static_cast<int>(g() % static_cast<unsigned>(n)); };
+  static const std::vector<tensor_shape> meshes = {{2}, {4}, {2, 2}, {4, 2}, {2, 2, 2}};
+  const auto& ms = meshes[static_cast<std::size_t>(pick(static_cast<int>(meshes.size())))];
+  const process_mesh mesh(ms);
+  const bool phi = pick(2) == 0;
+  generated_plan out;
+  out.plan = std::make_unique<step_plan>(mesh, phi ? semantics::phi : semantics::fluid);
+  out.what = "mesh " + mesh_text(mesh) + (phi ? " phi" : " fluid");
+  auto& p = *out.plan;
+  const tensor_shape act{8, 8, 16};
+  const auto maybe = [&](std::string_view name, const tensor_shape& s, bool partial) {
+    if (pick(2) == 0) return p.tensor(name, s);
+    const auto a = random_layout(mesh, s.size(), phi, partial, g);
+    out.what += " " + std::string(name) + to_string(a);
+    return p.tensor(name, s, a);
+  };
+  const auto param = [&](std::string_view name, const tensor_shape& s) {
+    if (pick(2) == 0) return p.parameter(name, s);
+    const auto a = random_layout(mesh, s.size(), phi, false, g);
+    out.what += " " + std::string(name) + to_string(a);
+    return p.parameter(name, s, a);
+  };
+  const int n_ops = 2 + pick(4);
+  std::vector<int> kinds;
+  for (int i = 0; i < n_ops; ++i) kinds.push_back(pick(9));
+  const auto layer = [&](step_plan& b, tensor_id x) {
+    tensor_id cur = x;
+    for (const int k : kinds) {
+      const auto o = b.tensor("act", act);
+      switch (k) {
+        case 0: b.op<"matmul">({cur, param("w", {16, 16})}, {o}); break;
+        case 1: b.op<"relu">({cur}, {o}); break;
+        case 2: b.op<"gelu">({cur}, {o}); break;
+        case 3: b.op<"add">({cur, x}, {o}); break;
+        case 4: b.op<"softmax">({cur}, {o}, {.axis = -1}); break;
+        case 5: {
+          const auto mean = b.tensor("mean", {8, 8}), var = b.tensor("var", {8, 8});
+          b.op<"layer_norm">({cur, param("ln.w", {16}), param("ln.b", {16})}, {o, mean, var}, {.begin_norm_axis = 2});
+          break;
+        }
+        case 6: b.op<"scale">({cur}, {o}, {.scale = 0.5, .bias = 0.25}); break;
+        case 7: b.op<"multiply">({cur, param("g", {16})}, {o}); break;
+        default: b.op<"assign">({cur}, {maybe("point", act, true)}); continue;  // a reshard point
+      }
+      cur = o;
+    }
+    return cur;
+  };
+  const auto x0 = maybe("x0", act, true);
+  tensor_id y = x0;
+  if (pick(2) == 0) {
+    const auto runs = static_cast<std::size_t>(1 + pick(3));
+    out.what += " block x" + std::to_string(runs);
+    y = p.repeat(runs, x0, layer);
+  } else {
+    y = layer(p, x0);
+  }
+  out.loss = p.tensor("loss", act);
+  p.op<"multiply">({y, param("head", {16})}, {out.loss});
+  std::string kinds_text;
+  for (int k : kinds) kinds_text += std::to_string(k);
+  out.what += " ops " + kinds_text;
+  return out;
+}
+
+}  // namespace generated
+
+TEST_CASE("step simulator: 100 generated training steps match one device") {
+  std::mt19937 g(20261207);
+  int simulated = 0, refused = 0, attempts = 0;
+  while (simulated < 100 && attempts < 400) {
+    ++attempts;
+    auto gp = generated::make(g);
+    model::training_options o;
+    if (g() % 2 == 0) {
+      o.shard_optimizer_states_on = 0;
+      o.zero_stage = 1 + static_cast<std::int64_t>(g() % 3);
+    }
+    using step_t = decltype(model::training_step(*gp.plan, gp.loss, o));
+    std::unique_ptr<step_t> step;
+    try {
+      step = std::make_unique<step_t>(model::training_step(*gp.plan, gp.loss, o));
+    } catch (const spmd_error&) {
+      continue;  // e.g. a layer norm's weight sharded where the layout cannot be
+    }
+    const auto r = runtime::propagate(*step);
+    if (!r->ok()) continue;  // the generated layouts conflict: propagation says so
+    const auto res = sim::simulate(*step, *r);
+    if (res.error.find("not simulated") != std::string::npos) {
+      ++refused;
+      continue;
+    }
+    ++simulated;
+    INFO(gp.what << " ZeRO " << o.stage() << ": " << res.summary());
+    if (!res.ok()) {
+      for (std::size_t t = 0; t < 3; ++t)
+        MESSAGE("tensor " << t << " " << step->tensor_at(t).name << " annotated " << step->tensor_at(t).annotated << " "
+                          << to_string(step->tensor_at(t).annotation) << " attr " << to_string(r->attr(model::tensor_id{t})));
+    }
+    CHECK(res.ok());
+  }
+  MESSAGE("simulated " << simulated << ", refused " << refused << ", attempts " << attempts);
+  CHECK(simulated == 100);
 }
 
 }  // namespace oracle_step_sim_test
