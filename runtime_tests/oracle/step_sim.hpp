@@ -11,17 +11,21 @@
 // - Operators run in program order on every device's local tensors (step_kernels.hpp). A
 //   repeated block runs `count` times, each run with its own tensors (the body's, and those that
 //   keep its operators' inputs for the backward pass); a backward block runs its forward block's
-//   runs last first. Each run's layouts are the propagation's (the steady state): a block whose
-//   first run lays its input out otherwise is refused ("not simulated").
+//   runs last first.
+// - Layouts: each operator's outputs are laid out as propagation lays them out (the rule's
+//   inference from its inputs as the devices hold them, pinned outputs resharded to their pins:
+//   propagate.hpp), so each run of a block has its own; where the report keeps a layout (a tensor
+//   outside blocks, a forward block's steady state and first run) the devices must hold it so. A
+//   reshard runs in the runs where it starts from the layout the tensor is held in and ends in
+//   the one the rule needs.
 // - Data moves only through the reshards of the report: before an operator reads an input, the
 //   reshards listed for that input (those whose `from` is the layout the tensor is held in) are
 //   executed, one collective at a time, as collectives between the simulated devices; an
 //   annotated output's reshards run after the kernel. An input with no reshard listed is given
 //   as it is held. A collective over a product group runs over the group's devices.
-//   The collectives of one input run in this order: all-reduces, all-to-alls, reduce-scatters,
-//   all-gathers, local slices, local partials — the order in which each one moves the data the
-//   report charges it for (the local part under the reshard's `from`: an all-reduce and an
-//   all-to-all keep the local size, so what follows them sees it unchanged).
+//   The collectives of one input run in the order the report charges them in (model/collective.hpp:
+//   `execution_rank`: each, in that order, as soon as its result is a layout on the way and the
+//   devices of its group hold what it needs); the simulator checks that they do.
 // - Bytes: for every collective the simulator counts what each device sends, from the data it
 //   holds: ring algorithms (all-reduce 2(n-1)S/n, reduce-scatter (n-1) times the part each
 //   device keeps, all-gather and all-to-all what each device lacks and receives); the largest
@@ -115,38 +119,6 @@ inline shape_t shape_of(const ctspmd::tensor_shape& s, const std::string& name) 
   return out;
 }
 
-/// The layout of a tensor after the mesh dims in `done` (bits) went from `from`'s state to `to`'s,
-/// or nullopt when that is no layout on the way to `to`: a co-sharded tensor dim's mesh dims
-/// split it major first, so those in `to`'s list that are in place (moved, or already there)
-/// must come first in it.
-inline std::optional<tensor_dist_attr> mix(const tensor_dist_attr& from, const tensor_dist_attr& to, std::uint32_t done) {
-  const auto in = [done](std::int64_t m) { return ((done >> m) & 1U) != 0; };
-  const auto has = [](const ctspmd::mesh_dims& l, std::int64_t m) { return std::find(l.begin(), l.end(), m) != l.end(); };
-  ctspmd::multi_dims_mapping dm;
-  for (std::size_t d = 0; d < from.rank(); ++d) {
-    const auto f = from.mesh_dims_of(d), t = to.mesh_dims_of(d);
-    ctspmd::mesh_dims list;
-    bool gap = false;
-    for (auto m : t) {
-      if (in(m) || has(f, m)) {
-        if (gap) return std::nullopt;
-        list.push_back(m);
-      } else {
-        gap = true;
-      }
-    }
-    for (auto m : f)
-      if (!in(m) && !has(t, m)) list.push_back(m);
-    dm.push_back(list);
-  }
-  tensor_dist_attr out(from.process_mesh(), dm);
-  for (auto m : from.partial_dims())
-    if (!in(m)) out.set_partial_status({m}, from.partial_reduce_type(m));
-  for (auto m : to.partial_dims())
-    if (in(m)) out.set_partial_status({m}, to.partial_reduce_type(m));
-  return out;
-}
-
 struct box {
   shape_t start, len;
 };
@@ -170,11 +142,6 @@ inline double identity_of(ctspmd::reduce_type r, double v) {
     default: return v;  // avg, max, min: every device may hold the value
   }
 }
-
-/// A collective that cannot run alone: the devices of its group do not hold what it needs.
-struct not_alone : oracle_error {
-  using oracle_error::oracle_error;
-};
 
 /// Moves `h` from its layout to `b` (which differs on the mesh dims of `group` only) as a
 /// collective of `kind` between the devices; returns the most bytes a device sends.
@@ -251,7 +218,7 @@ inline std::int64_t transform(held& h, const tensor_dist_attr& b, collective kin
       });
     }
     if (covered != numel(want.len))
-      throw not_alone("a " + std::string(ctspmd::model::to_string(kind)) + " from " + ctspmd::to_string(a) + " to " +
+      throw oracle_error("a " + std::string(ctspmd::model::to_string(kind)) + " from " + ctspmd::to_string(a) + " to " +
                          ctspmd::to_string(b) + " over mesh dims " + std::to_string(group) +
                          " (bits): the group's devices do not hold the whole block of device " + shape_string(c));
     // 3. Mesh dims `b` holds partial that `a` did not: one device keeps the value.
@@ -274,17 +241,6 @@ inline std::int64_t transform(held& h, const tensor_dist_attr& b, collective kin
   h.locals = std::move(out);
   h.attr = b;
   return bytes;
-}
-
-inline int kind_order(collective k) {
-  switch (k) {
-    case collective::all_reduce: return 0;
-    case collective::all_to_all: return 1;
-    case collective::reduce_scatter: return 2;
-    case collective::all_gather: return 3;
-    case collective::local_slice: return 4;
-    default: return 5;
-  }
 }
 
 template <class Plan, class Prop>
@@ -318,7 +274,7 @@ class simulator {
     }
     for (auto& [k, list] : entries_)
       std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
-        return kind_order(r.reshard_at(a).kind) < kind_order(r.reshard_at(b).kind);
+        return ctspmd::model::detail::execution_rank(r.reshard_at(a).kind) < ctspmd::model::detail::execution_rank(r.reshard_at(b).kind);
       });
   }
 
@@ -350,22 +306,11 @@ class simulator {
         continue;
       }
       for (auto b : it->second)
-        if (x.bytes >= 0 && b != fused && b != x.bytes) {
+        if (x.bytes >= 0 && b != x.bytes) {
           out.byte_mismatches.push_back(what + ": reported " + std::to_string(x.bytes) + " bytes, a device sent " +
                                         std::to_string(b));
           break;
         }
-    }
-    for (const auto& [entries, bytes] : sharded.fused) {
-      std::int64_t reported = 0;
-      std::string what;
-      for (auto e : entries) {
-        reported += r_.reshard_at(e).bytes;
-        what += (what.empty() ? "" : " with ") + describe(e);
-      }
-      if (reported != bytes)
-        out.byte_mismatches.push_back(what + ": no group of one of them holds what it needs; run as one collective, a "
-                                      "device sent " + std::to_string(bytes) + " bytes, reported " + std::to_string(reported));
     }
     out.bytes_match = out.byte_mismatches.empty();
     if (o_.necessity && out.mismatch.empty())
@@ -389,11 +334,8 @@ class simulator {
     /// must hold.
     std::map<key, std::optional<tensor_dist_attr>> promised;
     std::map<std::size_t, std::vector<std::int64_t>> sent;  ///< per reshard entry, per occurrence
-    /// Reshards run as one collective (their entries, the bytes a device sent).
-    std::vector<std::pair<std::vector<std::size_t>, std::int64_t>> fused;
-  };
 
-  static constexpr std::int64_t fused = -2;  ///< `sent`'s entry for a reshard run with others
+  };
 
   std::string name(std::size_t t) const {
     const auto& ti = p_.tensor_at(t);
@@ -521,13 +463,15 @@ class simulator {
   }
 
   /// Runs the reshards listed for (op, operand, on_output) on `h` (except `skip`).
+  /// Those of this run: from the layout `h` is held in, to `need` (the layout the rule needs now,
+  /// or the annotation an output is resharded to) when known.
   void reshard(run_state& s, held& h, std::size_t op, std::size_t operand, bool on_output, std::size_t t,
-               std::int64_t skip) {
+               std::int64_t skip, const tensor_dist_attr* need) {
     const auto it = entries_.find({op, operand, on_output});
     if (it == entries_.end()) return;
     std::vector<std::size_t> list;
     for (auto e : it->second)
-      if (r_.reshard_at(e).from == h.attr) list.push_back(e);
+      if (r_.reshard_at(e).from == h.attr && (!need || r_.reshard_at(e).to == *need)) list.push_back(e);
     if (list.empty()) return;  // none in this run (a block's first run may need some, the others none)
     const auto to = r_.reshard_at(list[0]).to;
     const auto from = h.attr;
@@ -538,47 +482,26 @@ class simulator {
     for (auto e : list)
       if (static_cast<std::int64_t>(e) != skip) left.push_back(e);
     while (!left.empty()) {
-      // The first collective (in the order of the file comment) that can run now, alone.
-      bool moved = false;
-      for (std::size_t i = 0; i < left.size() && !moved; ++i) {
+      // The first that can run now (model/collective.hpp: `execution_rank`, `layout_after`,
+      // `reachable`); `transform` checks that the devices do hold what it needs.
+      std::size_t pick = left.size();
+      tensor_dist_attr next;
+      for (std::size_t i = 0; i < left.size() && pick == left.size(); ++i) {
         const auto& x = r_.reshard_at(left[i]);
-        const auto next = mix(from, to, done | x.group);
-        // (A co-shard's order is not a layout of its own: a mesh dim that only changes its place
-        // in a tensor dim's list moves with the others of that list.)
-        if (!next || (*next == h.attr && ctspmd::model::moves_data(x.kind))) continue;
-        held trial = h;
-        std::int64_t bytes = 0;
-        try {
-          bytes = transform(trial, *next, x.kind, x.group, shape, element_bytes);
-        } catch (const not_alone&) {
-          continue;
-        }
-        h = std::move(trial);
-        done |= x.group;
-        s.sent[left[i]].push_back(bytes);
-        left.erase(left.begin() + static_cast<std::ptrdiff_t>(i));
-        moved = true;
+        if (ctspmd::model::detail::layout_after(from, to, done | x.group, next) &&
+            !(next == h.attr && ctspmd::model::moves_data(x.kind)) &&
+            ctspmd::model::detail::reachable(h.attr, next, x.group))
+          pick = i;
       }
-      if (moved) continue;
-      // None can: a co-shard's order changes with them, and no device group of one of them holds
-      // what it needs. They run as one collective over all their mesh dims; its bytes are checked
-      // against the sum of theirs.
-      std::uint32_t group = 0;
-      for (auto e : left) group |= r_.reshard_at(e).group;
-      std::int64_t bytes = 0;
-      try {
-        const auto next = mix(from, to, done | group);
-        if (!next) throw not_alone("no layout on the way to " + ctspmd::to_string(to));
-        bytes = transform(h, *next, collective::all_to_all, group, shape, element_bytes);
-      } catch (const not_alone& e) {
+      if (pick == left.size()) {
         std::string listed;
-        for (auto x : list) listed += (listed.empty() ? "" : ", ") + describe(x);
-        throw oracle_error(std::string(e.what()) + "; the reshards listed: " + listed);
+        for (auto x : left) listed += (listed.empty() ? "" : ", ") + describe(x);
+        throw oracle_error("from " + ctspmd::to_string(h.attr) + ", none of these can run: " + listed);
       }
-      done |= group;
-      for (auto e : left) s.sent[e].push_back(fused);
-      s.fused.push_back({left, bytes});
-      left.clear();
+      const auto& x = r_.reshard_at(left[pick]);
+      s.sent[left[pick]].push_back(transform(h, next, x.kind, x.group, shape, element_bytes));
+      done |= x.group;
+      left.erase(left.begin() + static_cast<std::ptrdiff_t>(pick));
     }
   }
 
@@ -590,35 +513,53 @@ class simulator {
     call.attrs = &attrs;
     const auto n_dev = sharded ? to_size(p_.mesh().size()) : 1;
     device_tensors in(n_dev);
-    // The outputs' layouts: the rule's forward inference from the inputs as held, or, when an
-    // output is pinned (annotated, or to its `layout_of` tensor), from the inputs as resharded
-    // (propagate.hpp); a pinned output is then resharded to its pin.
+    // Layouts as propagation derives them (propagate.hpp): the rule's forward inference from the
+    // inputs as held gives what it needs of them and its outputs; when an output is pinned
+    // (annotated, or to its `layout_of` tensor's layout), what the inputs need is the rule's
+    // backward inference from the pins, the outputs are forward's from the inputs as resharded,
+    // and a pinned output is then resharded to its pin. A plan input whose layout the report
+    // does not keep for this run takes what the rule needs of it.
+    std::vector<std::optional<tensor_dist_attr>> pins(op.outputs.size());
     bool pinned = false;
-    for (auto t : op.outputs) pinned = pinned || p_.tensor_at(t).annotated || p_.tensor_at(t).layout_of >= 0;
+    for (std::size_t k = 0; k < op.outputs.size() && sharded; ++k) {
+      const auto& ti = p_.tensor_at(op.outputs[k]);
+      const bool known = ti.layout_of >= 0 && s.values.count(key_of(static_cast<std::size_t>(ti.layout_of))) != 0;
+      if (ti.annotated || known) pins[k] = promise(s, op.outputs[k]);
+      pinned = pinned || pins[k].has_value();
+    }
     std::vector<ctspmd::dist_tensor_spec> specs;
-    std::vector<std::size_t> unknown;  // plan inputs whose layout is what this operator needs of them
+    std::vector<std::size_t> unknown;
     for (std::size_t k = 0; k < op.inputs.size(); ++k) {
       const auto t = op.inputs[k];
       const held* h = value(s, t, sharded);
       if (!h) unknown.push_back(k);
       specs.emplace_back(p_.tensor_at(t).shape, h ? h->attr : replicated_on_mesh(t));
     }
-    ctspmd::spmd_info info;
-    const auto infer = [&] {
-      info = ctspmd::spmd_info{};
-      if (auto st = op.forward(info, specs, op.attributes, p_.semantics()); !st)
-        throw oracle_error("the rule refuses the layouts the devices hold: " + ctspmd::to_string(st.error()));
-      if (info.outputs.size() != op.outputs.size()) throw oracle_error("the rule infers another number of outputs");
+    const auto refused = [](const ctspmd::status& st) {
+      return oracle_error("the rule refuses the layouts the devices hold: " + ctspmd::to_string(st.error()));
     };
-    if (sharded && !pinned) infer();
-    for (auto k : unknown) {
-      if (pinned) infer();  // (then from the inputs as held, for the unknown ones alone)
-      value(s, op.inputs[k], sharded, &info.inputs[k]);
+    const auto forward = [&](ctspmd::spmd_info& out) {
+      out = ctspmd::spmd_info{};
+      if (auto st = op.forward(out, specs, op.attributes, p_.semantics()); !st) throw refused(st);
+      if (out.outputs.size() != op.outputs.size()) throw oracle_error("the rule infers another number of outputs");
+    };
+    ctspmd::spmd_info fwd, need;
+    if (sharded) {
+      forward(fwd);
+      need = fwd;
+      if (pinned) {
+        std::vector<ctspmd::dist_tensor_spec> outs;
+        for (std::size_t k = 0; k < op.outputs.size(); ++k)
+          outs.emplace_back(p_.tensor_at(op.outputs[k]).shape, pins[k] ? *pins[k] : fwd.outputs[k]);
+        need = ctspmd::spmd_info{};
+        if (auto st = op.backward(need, specs, outs, op.attributes, p_.semantics()); !st) throw refused(st);
+      }
     }
+    for (auto k : unknown) value(s, op.inputs[k], sharded, &need.inputs[k]);
     for (std::size_t k = 0; k < op.inputs.size(); ++k) {
       const auto t = op.inputs[k];
       held h = value_of(s, t, sharded);
-      if (sharded) reshard(s, h, i, k, false, t, skip);
+      if (sharded) reshard(s, h, i, k, false, t, skip, &need.inputs[k]);
       specs[k] = ctspmd::dist_tensor_spec(p_.tensor_at(t).shape, h.attr);
       for (std::size_t d = 0; d < n_dev; ++d) in[d].push_back(h.locals[d]);
       call.in.push_back(h.attr);
@@ -630,12 +571,12 @@ class simulator {
         if (sharded) s.promised[sk] = layout(op.saved[k], true);
       }
     }
-    if (sharded && pinned) infer();
+    if (sharded && pinned) forward(fwd);  // from the inputs as resharded
     for (std::size_t k = 0; k < op.outputs.size(); ++k) {
       const auto t = op.outputs[k];
-      call.out.push_back(sharded ? info.outputs[k] : replicated(p_.tensor_at(t).shape.size()));
+      call.out.push_back(sharded ? fwd.outputs[k] : replicated(p_.tensor_at(t).shape.size()));
       call.out_shapes.push_back(global(t));
-      if (sharded) s.promised[key_of(t)] = promise(s, t);
+      if (sharded) s.promised[key_of(t)] = pins[k] ? pins[k] : layout(t, true);
     }
     const auto out = kernel_of(op.rule)(call, in);
     for (std::size_t k = 0; k < op.outputs.size(); ++k) {
@@ -643,7 +584,7 @@ class simulator {
       held h;
       h.attr = call.out[k];
       for (std::size_t d = 0; d < n_dev; ++d) h.locals.push_back(out.at(d).at(k));
-      if (sharded) reshard(s, h, i, k, true, t, skip);
+      if (sharded && pins[k]) reshard(s, h, i, k, true, t, skip, &*pins[k]);
       const auto key = key_of(t);
       s.values[key] = std::move(h);
       s.produced.insert(key);

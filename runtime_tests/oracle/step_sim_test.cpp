@@ -265,7 +265,7 @@ generated_plan make(std::mt19937& g) {
 
 TEST_CASE("step simulator: 100 generated training steps match one device") {
   std::mt19937 g(20261207);
-  int simulated = 0, refused = 0, attempts = 0;
+  int simulated = 0, attempts = 0;
   while (simulated < 100 && attempts < 400) {
     ++attempts;
     auto gp = generated::make(g);
@@ -284,20 +284,12 @@ TEST_CASE("step simulator: 100 generated training steps match one device") {
     const auto r = runtime::propagate(*step);
     if (!r->ok()) continue;  // the generated layouts conflict: propagation says so
     const auto res = sim::simulate(*step, *r);
-    if (res.error.find("not simulated") != std::string::npos) {
-      ++refused;
-      continue;
-    }
     ++simulated;
     INFO(gp.what << " ZeRO " << o.stage() << ": " << res.summary());
-    if (!res.ok()) {
-      for (std::size_t t = 0; t < 3; ++t)
-        MESSAGE("tensor " << t << " " << step->tensor_at(t).name << " annotated " << step->tensor_at(t).annotated << " "
-                          << to_string(step->tensor_at(t).annotation) << " attr " << to_string(r->attr(model::tensor_id{t})));
-    }
+
     CHECK(res.ok());
   }
-  MESSAGE("simulated " << simulated << ", refused " << refused << ", attempts " << attempts);
+  MESSAGE("simulated " << simulated << " of " << attempts << " generated (the others' layouts conflict)");
   CHECK(simulated == 100);
 }
 

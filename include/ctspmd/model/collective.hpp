@@ -6,8 +6,8 @@
 /// terms; the cost, the pipeline report, the layout search and the tools read them.
 ///
 /// Bytes each device sends, by ring algorithms, for a tensor whose local part (under the layout
-/// it has; the largest device's, each dim's parts rounded up) is S bytes on a mesh dim of n
-/// devices: all-reduce 2(n-1)S/n, reduce-scatter (n-1)S/n, all-gather (n-1)S, all-to-all
+/// it has when the collective runs: see `execution_rank`; the largest device's part, each dim's
+/// parts rounded up) is S bytes on a mesh dim of n devices: all-reduce 2(n-1)S/n, reduce-scatter (n-1)S/n, all-gather (n-1)S, all-to-all
 /// (n-1)S/n, each rounded up, so that a collective that moves data never reports 0 bytes; local
 /// slice and local partial 0 (they move nothing: `moves_data`), a pipeline's send_recv S. Sizes
 /// unknown until run time (-1) give -1 bytes. A tensor partial (with one reduce type) over
@@ -15,7 +15,10 @@
 /// (n the product of their sizes: a gradient reduced over dp and cp at once); so is one it needs
 /// split on one tensor dim over them (a co-shard) one reduce-scatter, and one split on one
 /// tensor dim over several mesh dims that it needs replicated on them one all-gather (ZeRO's
-/// shard over dp x cp).
+/// shard over dp x cp). When none of a reshard's collectives can run alone (a co-shard's mesh
+/// dims change order: no device group of one of them holds what it needs, `reachable`), those
+/// left are one all-to-all over their product group, each device receiving what it lacks of its
+/// new part (`received_bytes`: all of it where its new block lies outside its old one).
 
 #include <cstddef>
 #include <cstdint>
@@ -114,15 +117,128 @@ constexpr std::int64_t group_size(const process_mesh& mesh, std::uint32_t group)
     if (((group >> k) & 1) != 0) n = saturating_product(n, mesh.dim_size(k));
   return n;
 }
+/// The order in which the collectives of one reshard are tried (`execution_rank`, lowest first;
+/// mesh dims in order within a kind): local slices (they shrink what the others move), then
+/// all-reduces and all-to-alls (which keep the local size), reduce-scatters, all-gathers, local
+/// partials. Each runs when it can (`layout_after`, `reachable`) and is charged on the local part
+/// the collectives before it left.
+constexpr int execution_rank(collective c) noexcept {
+  switch (c) {
+    case collective::local_slice: return 0;
+    case collective::all_reduce: return 1;
+    case collective::all_to_all: return 2;
+    case collective::reduce_scatter: return 3;
+    case collective::all_gather: return 4;
+    default: return 5;
+  }
+}
+/// The layout of a tensor going from `from` to `to` once the mesh dims in `done` (bits) have
+/// moved, into `out`; false if that is no layout on the way to `to`: a tensor dim's mesh dims
+/// split it major first, so those of `to`'s list that are in place (moved, or there in `from`)
+/// must come first in it. The mesh dims of `from` that have not moved keep their places after
+/// them.
+constexpr bool layout_after(const tensor_dist_attr& from, const tensor_dist_attr& to, std::uint32_t done,
+                            tensor_dist_attr& out) {
+  const auto moved = [done](std::int64_t m) { return ((done >> m) & 1U) != 0; };
+  const auto has = [](const mesh_dims& l, std::int64_t m) {
+    for (auto x : l)
+      if (x == m) return true;
+    return false;
+  };
+  multi_dims_mapping dm;
+  for (std::size_t d = 0; d < from.rank(); ++d) {
+    const mesh_dims f = from.mesh_dims_of(d), t = to.mesh_dims_of(d);
+    mesh_dims list;
+    bool gap = false;
+    for (auto m : t) {
+      if (!moved(m) && !has(f, m)) {
+        gap = true;
+      } else if (gap) {
+        return false;
+      } else {
+        list.push_back(m);
+      }
+    }
+    for (auto m : f)
+      if (!moved(m) && !has(t, m)) list.push_back(m);
+    dm.push_back(list);
+  }
+  out = tensor_dist_attr(from.process_mesh(), dm);
+  for (auto m : from.partial_dims())
+    if (!moved(m)) out.set_partial_status({m}, from.partial_reduce_type(m));
+  for (auto m : to.partial_dims())
+    if (moved(m)) out.set_partial_status({m}, to.partial_reduce_type(m));
+  return true;
+}
+/// True if every device can make its part of `next` from what the devices of its `group` (those
+/// that differ from it on the group's mesh dims only) hold under `cur`: in each tensor dim, the
+/// mesh dims of `cur` outside the group come first in its list (what the group holds together is
+/// then one block) and are where `next` has them (that block holds `next`'s).
+constexpr bool reachable(const tensor_dist_attr& cur, const tensor_dist_attr& next, std::uint32_t group) {
+  const auto in = [group](std::int64_t m) { return ((group >> m) & 1U) != 0; };
+  for (std::size_t d = 0; d < cur.rank(); ++d) {
+    const mesh_dims a = cur.mesh_dims_of(d), b = next.mesh_dims_of(d);
+    std::size_t k = 0;
+    while (k < a.size() && !in(a[k])) ++k;
+    for (std::size_t j = k; j < a.size(); ++j)
+      if (!in(a[j])) return false;
+    if (k > b.size()) return false;
+    for (std::size_t j = 0; j < k; ++j)
+      if (a[j] != b[j]) return false;
+  }
+  return true;
+}
 /// Bytes each device sends (see the file comment), over a group of `n` devices.
-constexpr std::int64_t reshard_bytes(collective c, const tensor_shape& shape, std::int64_t element_bytes,
-                                     const tensor_dist_attr& from, std::int64_t n) {
-  std::int64_t local = element_bytes;  // the largest device's part: each dim's parts rounded up
+/// The bytes of the largest device's part of a tensor laid out as `a` (each dim's parts rounded
+/// up), or -1 for sizes unknown until run time.
+constexpr std::int64_t local_bytes(const tensor_shape& shape, std::int64_t element_bytes, const tensor_dist_attr& a) {
+  std::int64_t local = element_bytes;
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) return -1;
-    const std::int64_t parts = from.parts(d);
+    const std::int64_t parts = a.parts(d);
     local = saturating_product(local, shape[d] / parts + (shape[d] % parts != 0));
   }
+  return local;
+}
+/// The most bytes a device lacks of its part under `next`, holding its part under `cur`: what
+/// it receives when its group gathers them for it (each dim's parts rounded up), -1 for sizes
+/// unknown until run time. Counted device by device.
+constexpr std::int64_t received_bytes(const tensor_shape& shape, std::int64_t element_bytes, const tensor_dist_attr& cur,
+                                      const tensor_dist_attr& next) {
+  const auto& mesh = cur.process_mesh();
+  std::int64_t worst = 0;
+  for (std::int64_t dev = 0; dev < mesh.size(); ++dev) {
+    std::int64_t need = element_bytes, have = element_bytes;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] < 0) return -1;
+      // The block of dim d device `dev` holds under `a`: [start, end).
+      const auto block = [&](const tensor_dist_attr& a, std::int64_t& start, std::int64_t& end) {
+        std::int64_t index = 0, parts = 1;
+        for (auto m : a.mesh_dims_of(d)) {
+          std::int64_t stride = 1;
+          for (std::int64_t k = m + 1; k < mesh.ndim(); ++k) stride *= mesh.dim_size(k);
+          index = index * mesh.dim_size(m) + (dev / stride) % mesh.dim_size(m);
+          parts *= mesh.dim_size(m);
+        }
+        const std::int64_t len = shape[d] / parts + (shape[d] % parts != 0);
+        start = index * len < shape[d] ? index * len : shape[d];
+        end = start + len < shape[d] ? start + len : shape[d];
+      };
+      std::int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+      block(cur, a0, a1);
+      block(next, b0, b1);
+      const std::int64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+      need = saturating_product(need, b1 - b0);
+      have = saturating_product(have, hi > lo ? hi - lo : 0);
+    }
+    if (need - have > worst) worst = need - have;
+  }
+  return worst;
+}
+constexpr std::int64_t reshard_bytes(collective c, const tensor_shape& shape, std::int64_t element_bytes,
+                                     const tensor_dist_attr& from, std::int64_t n) {
+  const std::int64_t local = local_bytes(shape, element_bytes, from);
+  if (local < 0) return -1;
   // (n - 1) x / n, rounded up (what moves data never rounds to 0), as x - floor(x / n): no overflow.
   const auto sent = [n](std::int64_t x) { return x - x / n; };
   switch (c) {

@@ -573,6 +573,16 @@ class propagator {
     auto& o = out_;
     if (from == to) return;  // the common case: nothing moves
     const auto& mesh = p_.mesh();
+    // The collectives, one per mesh dim or product group, then each one's bytes on the local part
+    // the collectives run before it leave (model/collective.hpp: `execution_rank`).
+    struct pending {
+      std::int64_t m = 0;
+      collective kind{};
+      std::uint32_t group = 0;
+      std::int64_t n = 0, bytes = 0;
+    };
+    std::array<pending, max_mesh_ndim> todo{};
+    std::size_t count = 0;
     std::uint32_t grouped = 0;  // mesh dims an earlier all-reduce's group took
     for (std::int64_t m = 0; m < mesh.ndim(); ++m) {
       const auto a = state_on(from, m), b = state_on(to, m);
@@ -582,10 +592,47 @@ class propagator {
       const std::int64_t n = group_size(mesh, group);
       grouped |= group;
       if (n == 1) continue;  // one device: nothing to move (a mesh dim of size 1)
+      todo[count++] = {m, kind, group, n, 0};
+    }
+    // Run them as they can (model/collective.hpp: `execution_rank`), each charged on what the
+    // ones before it left; those that none of can run alone are one all-to-all over their group.
+    tensor_dist_attr cur = from, next;
+    std::uint32_t done = 0;
+    std::array<bool, max_mesh_ndim> ran{};
+    for (size_t left = count; left > 0; --left) {
+      size_t pick = count;
+      for (int rank = 0; rank <= 5 && pick == count; ++rank)
+        for (size_t k = 0; k < count && pick == count; ++k)
+          if (!ran[k] && execution_rank(todo[k].kind) == rank && layout_after(from, to, done | todo[k].group, next) &&
+              !(next == cur && moves_data(todo[k].kind)) && reachable(cur, next, todo[k].group))
+            pick = k;
+      if (pick == count) {
+        size_t first = count;
+        std::uint32_t all = 0;
+        for (size_t k = 0; k < count; ++k)
+          if (!ran[k]) {
+            if (first == count) first = k;
+            all |= todo[k].group;
+            ran[k] = true;
+            todo[k].n = 0;  // runs with `first`
+          }
+        todo[first] = {todo[first].m, collective::all_to_all, all, group_size(mesh, all), 0};
+        todo[first].bytes = received_bytes(p_.tensor_at(tensor).shape, p_.tensor_at(tensor).element_bytes, cur, to);
+        break;
+      }
+      todo[pick].bytes = reshard_bytes(todo[pick].kind, p_.tensor_at(tensor).shape, p_.tensor_at(tensor).element_bytes,
+                                       cur, todo[pick].n);
+      ran[pick] = true;
+      done |= todo[pick].group;
+      cur = next;
+    }
+    for (size_t k = 0; k < count; ++k) {
+      if (todo[k].n == 0) continue;  // in another's all-to-all
+      const auto [m, kind, group, n, bytes] = todo[k];
       const std::int64_t number =
           block < 0 ? -1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block)).number(static_cast<size_t>(block)));
-      const record r{op,     operand, on_output, tensor, m,      kind, reshard_bytes(kind, p_.tensor_at(tensor).shape, p_.tensor_at(tensor).element_bytes, from, n),
-                     group,  1,       number,    p_.op_at(op).phase, layout_index(from), layout_index(to)};
+      const record r{op,    operand, on_output, tensor, m,         kind, bytes, group, 1, number, p_.op_at(op).phase,
+                     layout_index(from), layout_index(to)};
       // Only a block's runs repeat a reshard (an operator outside blocks runs once): look among
       // the entries since the block began.
       size_t e = block < 0 ? o.reshard_count_ : o.block_records_;
