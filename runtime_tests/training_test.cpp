@@ -33,6 +33,26 @@ void check_same_report(const A& a, const B& b) {
   }
 }
 
+TEST_CASE("a scale's grad operator scales the gradient without adding the bias") {
+  // d(s x + b) = s dx: the grad operator is a scale by s with no bias (it kept the forward's).
+  model::plan<8, 4> p(process_mesh({2}));
+  const auto x = p.parameter("x", {4});
+  const auto y = p.tensor("y", {4});
+  p.op<"scale">({x}, {y}, {.scale = 0.5, .bias = 0.25, .bias_after_scale = false});
+  const auto step = model::training_step(p, y);
+  int grads = 0;
+  for (std::size_t i = 0; i < step.op_count(); ++i) {
+    const auto& op = step.op_at(i);
+    if (op.phase != phase::backward || op.rule != "scale") continue;
+    const auto& a = op.attributes.get<rules::scale_attributes>();
+    CHECK(a.scale == 0.5);
+    CHECK(a.bias == 0.0);
+    CHECK(a.bias_after_scale);
+    ++grads;
+  }
+  CHECK(grads == 1);
+}
+
 TEST_CASE("a training step derived at run time propagates as at compile time") {
   constexpr auto at_compile_time = model::verified<llama::make_step<4, llama::variant::sequence_parallel>>();
   const auto step = llama::make_step<4, llama::variant::sequence_parallel>();  // evaluated at run time

@@ -6,6 +6,7 @@
 #include "plan_answer.hpp"
 #include "reader.hpp"
 #include "svg_report.hpp"
+#include "../simulate/step_sim.hpp"
 
 #include <ctspmd/model/search.hpp>
 #include <ctspmd/runtime/plan.hpp>
@@ -40,7 +41,8 @@ constexpr dtype dtypes[] = {{"bool", 1},    {"int8", 1},    {"uint8", 1},   {"in
 /// outlives the reader.
 class plan_reader {
  public:
-  explicit plan_reader(const json& request) : request_(request) {}
+  /// With `simulate`, the answer has the step simulated (`simulation`).
+  explicit plan_reader(const json& request, bool simulate = false) : request_(request), simulate_(simulate) {}
 
   json verify() {
     check_fields(request_, "\"plan\"",
@@ -363,6 +365,7 @@ class plan_reader {
       throw plan_error(r->error().kind, std::string(model::detail::describe_failure(p, *r).view()), details);
     }
     json out = report_json(p, *r, mesh_, form_);
+    if (simulate_) at("simulate", [&] { out["simulation"] = simulation(p, *r); });
     if (request_.contains("training") || request_.contains("cluster") || request_.contains("pipeline")) {
       const auto c = request_.contains("cluster") ? read_cluster(request_.at("cluster")) : model::h100_cluster(mesh_);
       at("cost", [&] { out["cost"] = cost_json(p, ctspmd::runtime::cost(p, *r, c)); });
@@ -371,6 +374,51 @@ class plan_reader {
         at("pipeline", [&] { out["pipeline"] = pipeline_json(ctspmd::runtime::pipeline(p, *r, o, c)); });
       }
     }
+    return out;
+  }
+
+  // ---- simulate ----
+  /// The most elements a simulated plan holds (each tensor once per run of its block), and the
+  /// most devices: the simulator runs every operator on every device in float64, and once more per
+  /// reshard (the necessity check).
+  static constexpr std::int64_t simulation_elements = 262'144, simulation_devices = 64;
+
+  /// `p` (whose propagation is `r`) run on a simulated mesh with exactly its reshards and compared
+  /// with one device (tools/simulate/step_sim.hpp).
+  template <class Plan, class Prop>
+  json simulation(const Plan& p, const Prop& r) const {
+    if (mesh_.size() > simulation_devices)
+      bad_request("simulate: the mesh has " + std::to_string(mesh_.size()) + " devices, more than the simulator's " +
+                  std::to_string(simulation_devices));
+    std::vector<std::int64_t> runs(p.tensor_count(), 1);
+    for (std::size_t b = 0; b < p.block_count(); ++b) {
+      const auto& bl = p.block_at(b);
+      const auto& f = p.block_at(bl.number(b));
+      for (auto t = bl.input.index; t < bl.end_tensor; ++t) runs[t] = static_cast<std::int64_t>(bl.count);
+      for (auto t = f.saved_begin; t < f.saved_end; ++t) runs[t] = static_cast<std::int64_t>(f.count);
+    }
+    std::int64_t elements = 0;
+    for (std::size_t t = 0; t < p.tensor_count(); ++t) {
+      std::int64_t n = runs[t];
+      for (auto d : p.tensor_at(t).shape) {
+        if (d < 0) bad_request("simulate: tensor " + std::to_string(t) + " has a size unknown until run time");
+        n = ctspmd::detail::saturating_product(n, d);
+      }
+      elements = ctspmd::detail::saturating_sum(elements, n);
+    }
+    if (elements > simulation_elements)
+      bad_request("simulate: the plan holds " + std::to_string(elements) + " elements (each tensor once per run of its "
+                  "block), more than the simulator's " + std::to_string(simulation_elements) + ": simulate it at smaller sizes");
+    const auto res = ctspmd_oracle::step::simulate(p, r);
+    if (!res.error.empty()) throw spmd_error(error_kind::unimplemented, "simulate: " + res.error);
+    json out = {{"matches", res.mismatch.empty()},
+                {"max_relative_error", res.max_relative_error},
+                {"bytes_match", res.bytes_match},
+                {"unnecessary", res.unnecessary},
+                {"devices", res.devices},
+                {"collectives", res.collectives}};
+    if (!res.mismatch.empty()) out["mismatch"] = res.mismatch;
+    if (!res.byte_mismatches.empty()) out["byte_mismatches"] = res.byte_mismatches;
     return out;
   }
 
@@ -512,6 +560,7 @@ class plan_reader {
   const json& request_;
   ctspmd::named_mesh mesh_;
   layout_form form_;
+  bool simulate_ = false;
   std::unique_ptr<ctspmd::runtime::plan> plan_;
   std::vector<std::map<std::string, std::optional<tensor_id>, std::less<>>> scopes_;  ///< the plan's names, the block's
   std::deque<ctspmd::runtime::attribute_map> attrs_;                   ///< operators' attributes, which the plan views
@@ -526,9 +575,11 @@ ctspmd::runtime::attribute_map operator_attributes(const model::operator_info& o
 json verify_plan(const json& plan) { return plan_reader(plan).verify(); }
 
 json verify_plan_request(const json& request) {
-  check_fields(request, "the request", {"plan", "svg"});
+  check_fields(request, "the request", {"plan", "svg", "simulate"});
   if (request.contains("svg") && !request.at("svg").is_boolean()) bad_request("\"svg\" must be true or false");
-  json answer = verify_plan(request.at("plan"));
+  if (request.contains("simulate") && !request.at("simulate").is_boolean()) bad_request("\"simulate\" must be true or false");
+  const bool simulate = request.contains("simulate") && request.at("simulate").get<bool>();
+  json answer = plan_reader(request.at("plan"), simulate).verify();
   if (request.contains("svg") && request.at("svg").get<bool>()) answer["svg"] = svg_report(request.at("plan"), answer);
   return answer;
 }

@@ -16,7 +16,9 @@ namespace ctspmd::model::detail {
 // lost unseen.
 template <class To, class From>
 constexpr To grad_attributes(const From& f) {
-  if constexpr (std::is_same_v<To, From>) {
+  if constexpr (std::is_same_v<From, rules::scale_attributes> && std::is_same_v<To, From>) {
+    return To{.scale = f.scale, .bias = 0.0, .bias_after_scale = true};  // d(s x + b) = s dx: no bias
+  } else if constexpr (std::is_same_v<To, From>) {
     return f;
   } else if constexpr (std::is_empty_v<To> || std::is_empty_v<From>) {
     return To{};

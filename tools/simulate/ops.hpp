@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_HPP
 // CPU references of the operators whose sharding rules the oracle checks, on float64
 // tensors. They are written from the operators' mathematical definitions (numpy / Paddle
 // semantics), independent of the rules. The same functions run on the unsharded tensors

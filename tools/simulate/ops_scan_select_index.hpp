@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_SCAN_SELECT_INDEX_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_SCAN_SELECT_INDEX_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_SCAN_SELECT_INDEX_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_SCAN_SELECT_INDEX_HPP
 // CPU references of the scans and selections (cumsum, argmax / argmin, topk, numel, logsumexp,
 // p_norm) and of indexing (gather, index_select, one_hot), and of their gradients, on float64
 // tensors, written from the operators' definitions (Paddle's documented semantics), independent

@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_STEP_SIM_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_STEP_SIM_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_STEP_SIM_HPP
+#define CTSPMD_TOOLS_SIMULATE_STEP_SIM_HPP
 // The step simulator: runs a verified training step (forward, backward, optimizer) on a
 // simulated mesh with exactly the reshards its propagation reports, and compares every tensor
 // with one device running the same step unsharded.
@@ -156,7 +156,7 @@ inline std::int64_t transform(held& h, const tensor_dist_attr& b, collective kin
   // 1. Parts of a partial tensor that `b` no longer holds partial are combined over their devices.
   std::vector<std::int64_t> reduced;
   for (auto m : a.partial_dims())
-    if (!b.is_partial(m) || b.partial_reduce_type(m) != a.partial_reduce_type(m)) reduced.push_back(m);
+    if (!b.is_partial(m) || partial_type(b, m) != partial_type(a, m)) reduced.push_back(m);
   std::vector<tensor> now = h.locals;
   std::int64_t bytes = 0;
   const std::int64_t local_bytes = to_int(h.locals.at(0).size()) * element_bytes;
@@ -170,7 +170,7 @@ inline std::int64_t transform(held& h, const tensor_dist_attr& b, collective kin
         std::vector<tensor> parts;
         for (c[m] = 0; c[m] < mesh.dim_size(reduced[k]); ++c[m]) parts.push_back(combined(k + 1));
         c[m] = keep;
-        return combine(parts, a.partial_reduce_type(reduced[k]));
+        return combine(parts, partial_type(a, reduced[k]));
       };
       now[dev] = combined(0);
     }
@@ -223,9 +223,9 @@ inline std::int64_t transform(held& h, const tensor_dist_attr& b, collective kin
                          " (bits): the group's devices do not hold the whole block of device " + shape_string(c));
     // 3. Mesh dims `b` holds partial that `a` did not: one device keeps the value.
     for (auto m : b.partial_dims()) {
-      if (a.is_partial(m) && a.partial_reduce_type(m) == b.partial_reduce_type(m)) continue;
+      if (a.is_partial(m) && partial_type(a, m) == partial_type(b, m)) continue;
       if (c[to_size(m)] != 0)
-        for (auto& v : t.data) v = identity_of(b.partial_reduce_type(m), v);
+        for (auto& v : t.data) v = identity_of(partial_type(b, m), v);
     }
     out[dev] = std::move(t);
     std::int64_t sent = 0;

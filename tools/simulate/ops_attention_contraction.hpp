@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ATTENTION_CONTRACTION_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ATTENTION_CONTRACTION_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_ATTENTION_CONTRACTION_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_ATTENTION_CONTRACTION_HPP
 // CPU references of the LLM-training operators (attention, contraction gradients,
 // vocabulary-parallel embedding and cross entropy), and of their gradients, on float64 tensors,
 // written from the operators' mathematical definitions. As in ops.hpp, the same functions run on

@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_TENSOR_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_TENSOR_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_TENSOR_HPP
+#define CTSPMD_TOOLS_SIMULATE_TENSOR_HPP
 // A small row-major float64 N-d tensor for the numerical oracle, with the slicing and
 // concatenation the mesh simulator needs, a deterministic random generator and a
 // tolerance comparison. Run time only; no dependency on ctspmd.

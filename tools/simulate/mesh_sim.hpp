@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_MESH_SIM_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_MESH_SIM_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_MESH_SIM_HPP
+#define CTSPMD_TOOLS_SIMULATE_MESH_SIM_HPP
 // The mesh simulator: runs an operator the way a rule's answer says it runs on a process
 // mesh, and reassembles the result.
 //

@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_GATHER_ND_SCATTER_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_GATHER_ND_SCATTER_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_GATHER_ND_SCATTER_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_GATHER_ND_SCATTER_HPP
 // CPU references of the n-d indexing operators (gather_nd, scatter and their gradients) on float64
 // tensors, written from the operators' definitions (Paddle's documented semantics), independent
 // of the rules. As in ops.hpp, the same functions run on the unsharded tensors and on each

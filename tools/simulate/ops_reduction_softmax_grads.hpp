@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_REDUCTION_SOFTMAX_GRADS_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_REDUCTION_SOFTMAX_GRADS_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_REDUCTION_SOFTMAX_GRADS_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_REDUCTION_SOFTMAX_GRADS_HPP
 // CPU references of these gradients (the reduction grads; softmax_grad, transpose_grad; the
 // softmax cross-entropy grads; logsumexp_grad, p_norm_grad) on float64 tensors, written from the
 // operators' definitions (their derivatives, as Paddle's grad kernels compute them), independent

@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_SHAPE_GRADS_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_SHAPE_GRADS_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_SHAPE_GRADS_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_SHAPE_GRADS_HPP
 // CPU references of the gradients the shape grad rules (and bmm_grad) compute, written from the operators'
 // definitions (the gradient of each forward operator), independent of the rules. Like ops.hpp,
 // each runs on the unsharded tensors and on every simulated device's local tensors, and throws

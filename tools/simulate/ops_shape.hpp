@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_SHAPE_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_SHAPE_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_SHAPE_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_SHAPE_HPP
 // CPU references of the shape operators (squeeze, unsqueeze, tile and its
 // gradient, triu / tril, expand_as, unbind, slice / strided_slice, pad), written from the
 // operators' definitions (numpy / Paddle semantics), independent of the rules. Like ops.hpp,

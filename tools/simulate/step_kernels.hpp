@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_STEP_KERNELS_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_STEP_KERNELS_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_STEP_KERNELS_HPP
+#define CTSPMD_TOOLS_SIMULATE_STEP_KERNELS_HPP
 // The oracle's kernels by rule name, for the step simulator (step_sim.hpp): what each operator
 // of a training step computes on one device's local tensors, from the operator's attributes
 // (as `runtime::operator_attributes` gives them) and the layouts its operands are held in.
@@ -37,6 +37,7 @@
 #include "ops_optimizer_data_parallel.hpp"
 #include "ops_reduction_softmax_grads.hpp"
 #include "ops_rope.hpp"
+#include "ops_scan_select_index.hpp"
 #include "tensor.hpp"
 
 namespace ctspmd_oracle::step {
@@ -206,6 +207,32 @@ inline step_kernel adam(bool decoupled) {
   });
 }
 
+/// A reduction over `axis` of each device's local part (a sharded reduced dim leaves partial
+/// results, as the rule says).
+inline step_kernel reduction(ops::reduce_kind kind) {
+  return each_device([kind](const kernel_call& c, const shape_t&, const std::vector<tensor>& in) {
+    return std::vector<tensor>{ops::reduce(in[0], c.get<std::vector<std::int64_t>>("axis"), c.get<bool>("keep_dim"), kind)};
+  });
+}
+/// A reduction's gradient (inputs x, out_grad; max and min: x, out, out_grad), broadcast to x's
+/// local part; a mean's divided by the reduced elements of the whole tensor, not of the part.
+inline step_kernel reduction_grad(ops::reduction_grad_kind kind) {
+  return each_device([kind](const kernel_call& c, const shape_t&, const std::vector<tensor>& in) {
+    const auto axis = c.get<std::vector<std::int64_t>>("axis");
+    const bool keep = c.get<bool>("keepdim");
+    const auto& g = in.back();
+    if (kind != ops::reduction_grad_kind::mean)
+      return std::vector<tensor>{ops::reduction_grad(kind, in[0], in.size() > 2 ? in[1] : g, g, axis, keep)};
+    auto out = ops::reduction_grad(ops::reduction_grad_kind::sum, in[0], g, g, axis, keep);
+    const auto mask = ops::reduced_mask(axis, to_int(c.in_shapes[0].size()));
+    double count = 1;
+    for (std::size_t d = 0; d < mask.size(); ++d)
+      if (mask[d]) count *= static_cast<double>(c.in_shapes[0][d]);
+    for (auto& x : out.data) x /= count;
+    return std::vector<tensor>{out};
+  });
+}
+
 inline step_kernel binary(double (*f)(double, double)) {
   return simple([f](const std::vector<tensor>& in) {
     return ops::elementwise({in[0], in[1]}, [f](const std::vector<double>& a) { return f(a[0], a[1]); });
@@ -286,7 +313,49 @@ inline const std::map<std::string, step_kernel, std::less<>>& table() {
          return v{ops_a::gelu_grad(in[0], in[1])};
        })},
       {"relu_grad", simple([](const v& in) { return ops_a::relu_grad(in[0], in[1]); })},
-      {"silu_grad", simple([](const v& in) { return ops_a::silu_grad(in[0], in[1], in[2]); })},
+      {"silu_grad", simple([](const v& in) { return ops_a::silu_grad(in[0], in[0], in[1]); })},
+      {"sigmoid", simple([](const v& in) {
+         return ops::elementwise({in[0]}, [](const std::vector<double>& a) { return ops_a::sigmoid(a[0]); });
+       })},
+      {"sigmoid_grad", simple([](const v& in) {
+         return ops::elementwise({in[0], in[1]}, [](const std::vector<double>& a) { return a[1] * a[0] * (1 - a[0]); });
+       })},
+      {"subtract_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         const auto dy = ops::elementwise({in[2]}, [](const std::vector<double>& a) { return -a[0]; });
+         return v{ops_a::sum_to(in[2], c.local_in(0, at)), ops_a::sum_to(dy, c.local_in(1, at))};
+       })},
+      {"divide_grad", several([](const v& in) {
+         const auto out = ops::elementwise({in[0], in[1]}, [](const std::vector<double>& a) { return a[0] / a[1]; });
+         return ops_a::divide_grad(in[0], in[1], out, in[2]);
+       })},
+      {"sum", reduction(ops::reduce_kind::sum)},
+      {"mean", reduction(ops::reduce_kind::mean)},
+      {"max", reduction(ops::reduce_kind::max)},
+      {"min", reduction(ops::reduce_kind::min)},
+      {"sum_grad", reduction_grad(ops::reduction_grad_kind::sum)},
+      {"mean_grad", reduction_grad(ops::reduction_grad_kind::mean)},
+      {"max_grad", reduction_grad(ops::reduction_grad_kind::max)},
+      {"min_grad", reduction_grad(ops::reduction_grad_kind::max)},
+      {"squeeze", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::reshape(in[0], c.local_out(0, at))};
+       })},
+      {"unsqueeze", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::reshape(in[0], c.local_out(0, at))};
+       })},
+      {"squeeze_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::reshape(in[1], c.local_out(0, at))};
+       })},
+      {"unsqueeze_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         return v{ops::reshape(in[1], c.local_out(0, at))};
+       })},
+      {"cumsum", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops::cumsum(in[0], c.get<std::int64_t>("axis"), c.get<bool>("flatten"), c.get<bool>("exclusive"),
+                              c.get<bool>("reverse"))};
+       })},
+      {"cumsum_grad", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{ops::cumsum_grad(in[0], in[1], c.get<std::int64_t>("axis"), c.get<bool>("flatten"),
+                                   c.get<bool>("exclusive"), c.get<bool>("reverse"))};
+       })},
       {"add_grad", several([](const v& in) { return ops_a::add_grad(in[0], in[1], in[2]); })},
       {"multiply_grad", several([](const v& in) { return ops_a::multiply_grad(in[0], in[1], in[2]); })},
       {"swiglu_grad", several([](const v& in) {

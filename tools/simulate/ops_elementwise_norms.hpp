@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ELEMENTWISE_NORMS_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ELEMENTWISE_NORMS_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_ELEMENTWISE_NORMS_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_ELEMENTWISE_NORMS_HPP
 // CPU references of the elementwise family's operators and the norms and of their gradients,
 // on whole tensors; the oracle runs the same functions on each device's local tensors.
 #include <cmath>

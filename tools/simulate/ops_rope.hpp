@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ROPE_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_ROPE_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_ROPE_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_ROPE_HPP
 // CPU references of the rotary position embedding and its gradient (fused_rope) on
 // float64 tensors, written from the operator's mathematical definition. As in ops.hpp, the same
 // functions run on the unsharded tensors (the reference) and on each simulated device's local

@@ -1,5 +1,5 @@
-#ifndef CTSPMD_RUNTIME_TESTS_ORACLE_OPS_OPTIMIZER_DATA_PARALLEL_HPP
-#define CTSPMD_RUNTIME_TESTS_ORACLE_OPS_OPTIMIZER_DATA_PARALLEL_HPP
+#ifndef CTSPMD_TOOLS_SIMULATE_OPS_OPTIMIZER_DATA_PARALLEL_HPP
+#define CTSPMD_TOOLS_SIMULATE_OPS_OPTIMIZER_DATA_PARALLEL_HPP
 // CPU references of the optimizers (adam, adamw, sgd) and of the data-parallel fallback
 // (default_data_parallel) on float64 tensors, written from the operators' definitions (Paddle's
 // documented semantics), independent of the rules. As in ops.hpp, the same functions run on the
