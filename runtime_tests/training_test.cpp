@@ -34,7 +34,8 @@ void check_same_report(const A& a, const B& b) {
 }
 
 TEST_CASE("a scale's grad operator scales the gradient without adding the bias") {
-  // d(s x + b) = s dx: the grad operator is a scale by s with no bias (it kept the forward's).
+  // d(s x + b) = s dx: the grad operator is a scale by s with no bias (it kept the forward's; the
+  // step simulator's gradient check finds it in generated steps).
   model::plan<8, 4> p(process_mesh({2}));
   const auto x = p.parameter("x", {4});
   const auto y = p.tensor("y", {4});

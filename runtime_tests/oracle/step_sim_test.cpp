@@ -15,6 +15,12 @@
 
 #include "step_sim.hpp"
 
+#ifdef CTSPMD_TEST_REQUESTS
+#include <nlohmann/json.hpp>
+
+#include "requests.hpp"
+#endif
+
 // Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
 namespace oracle_step_sim_test {
 
@@ -49,6 +55,8 @@ void check_ok(const sim::result& res) {
   CHECK(res.ok());
   CHECK(res.max_relative_error < 1e-9);
   CHECK(res.collectives > 0);
+  CHECK(res.gradient_error >= 0);  // checked (an optimizer and a loss gradient)
+  CHECK(res.gradient_error < 1e-6);
 }
 
 TEST_CASE("step simulator: GPT, Megatron tensor parallelism with and without sequence parallelism") {
@@ -292,5 +300,36 @@ TEST_CASE("step simulator: 100 generated training steps match one device") {
   MESSAGE("simulated " << simulated << " of " << attempts << " generated (the others' layouts conflict)");
   CHECK(simulated == 100);
 }
+
+#ifdef CTSPMD_TEST_REQUESTS  // the tool's request reader is built (runtime_tests/CMakeLists.txt)
+
+TEST_CASE("ctspmd-infer: \"simulate\": true proves a training step") {
+  // (Their figures depend on rounding: checked here against bounds, not as golden lines. The
+  // requests whose answers are exact are in tests/tool/simulate.jsonl.)
+  const std::string lines[] = {
+      R"({"plan": {"mesh": [2, 4], "mesh_names": ["dp", "mp"], "tensors": [{"name": "x", "shape": [8, 16], "dims_mapping": [0, -1]}, {"name": "w1", "shape": [16, 32], "dims_mapping": [-1, 1], "parameter": true}, {"name": "h", "shape": [8, 32]}, {"name": "g", "shape": [8, 32]}, {"name": "w2", "shape": [32, 16], "dims_mapping": [1, -1], "parameter": true}, {"name": "y", "shape": [8, 16]}, {"name": "z", "shape": [8, 16], "dims_mapping": [0, -1]}], "operators": [{"op": "matmul", "inputs": ["x", "w1"], "outputs": ["h"], "label": "fc1"}, {"op": "gelu", "inputs": ["h"], "outputs": ["g"]}, {"op": "matmul", "inputs": ["g", "w2"], "outputs": ["y"], "label": "fc2"}, {"op": "assign", "inputs": ["y"], "outputs": ["z"], "label": "fc2.reduce"}], "training": {"loss": "z", "shard_optimizer_states_on": "dp", "zero_stage": 3, "master_weights": true}}, "simulate": true})",
+      R"({"plan": {"mesh": [2, 4], "mesh_names": ["dp", "mp"], "tensors": [{"name": "x", "shape": [8, 64], "partition_spec": "P('dp')"}, {"name": "out", "shape": [8, 64]}], "operators": [{"repeat": {"count": 3, "source": "x", "input": "h", "tensors": [{"name": "w", "shape": [64, 64], "partition_spec": "P(None, 'mp')", "parameter": true}, {"name": "a", "shape": [8, 64]}, {"name": "b", "shape": [8, 64], "partition_spec": "P('dp')"}], "operators": [{"op": "matmul", "inputs": ["h", "w"], "outputs": ["a"]}, {"op": "relu", "inputs": ["a"], "outputs": ["b"]}], "output": "b"}}, {"op": "relu", "inputs": ["b"], "outputs": ["out"]}], "training": {"loss": "out"}}, "simulate": true})",
+      R"({"plan": {"mesh": [2, 2], "tensors": [{"name": "x", "shape": [4, 6, 8], "dims_mapping": [0, -1, 1]}, {"name": "w", "shape": [8], "parameter": true}, {"name": "h", "shape": [4, 6, 8]}, {"name": "s", "shape": [4, 8]}, {"name": "m", "shape": [4, 1, 8]}, {"name": "e", "shape": [4, 8]}, {"name": "loss", "shape": [4, 8]}], "operators": [{"op": "multiply", "inputs": ["x", "w"], "outputs": ["h"]}, {"op": "sum", "inputs": ["h"], "outputs": ["s"], "attrs": {"axis": [1]}}, {"op": "mean", "inputs": ["h"], "outputs": ["m"], "attrs": {"axis": [1], "keep_dim": true}}, {"op": "squeeze", "inputs": ["m"], "outputs": ["e"], "attrs": {"axis": [1]}}, {"op": "subtract", "inputs": ["s", "e"], "outputs": ["loss"]}], "training": {"loss": "loss"}}, "simulate": true})",
+  };
+  for (const auto& line : lines) {
+    const auto r = ctspmd_requests::handle(line);
+    REQUIRE(r.ok);
+    const auto answer = nlohmann::json::parse(r.line);
+    const auto& sim = answer.at("simulation");
+    INFO(sim.dump());
+    CHECK(sim.at("matches").get<bool>());
+    CHECK(sim.at("bytes_match").get<bool>());
+    CHECK(sim.at("unnecessary").empty());
+    CHECK(sim.at("max_relative_error").get<double>() < 1e-9);
+    CHECK(sim.at("gradient_error").get<double>() >= 0);
+    CHECK(sim.at("gradient_error").get<double>() < 1e-6);
+    CHECK(sim.at("collectives").get<std::int64_t>() > 0);
+    std::int64_t devices = 1;
+    for (const auto& d : nlohmann::json::parse(line).at("plan").at("mesh")) devices *= d.get<std::int64_t>();
+    CHECK(sim.at("devices").get<std::int64_t>() == devices);
+  }
+}
+
+#endif
 
 }  // namespace oracle_step_sim_test

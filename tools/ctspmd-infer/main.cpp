@@ -76,9 +76,12 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
    "pipeline": PIPELINE,                optional: its first repeated block split over a mesh dim's stages
    "search": SEARCH},                   optional (with "training"): lay out the unannotated plan inputs,
                                         and choose the step's options, as model::search finds best
-   "svg": true}                         optional: the answer's "svg" is a picture of it, an SVG document
+   "svg": true,                         optional: the answer's "svg" is a picture of it, an SVG document
                                         (collectives by phase and mesh dim, memory by category, step time;
                                         each bar's exact figure in data-bytes, data-count, data-seconds)
+   "simulate": true                     optional: run it on a simulated mesh (float64, random inputs)
+                                        with exactly its reshards, and compare with one device (at
+                                        most 262,144 elements and 64 devices)}
   TENSOR: {"name": "x", "shape": [8, 1024], "dtype": "bfloat16" (bool, int8, uint8, int16, float16, int32,
            float32 (default), int64, float64) or "element_bytes": 2, "parameter": true (trained),
            and optionally a layout as an OPERAND gives it (its presence annotates the tensor)}
@@ -134,7 +137,10 @@ Plan response:
                          "peak_memory", "estimate_seconds", "greedy"}, ...] (best first: the answer's plan;
                          a name two chosen tensors share: each keyed by its index),
               "greedy": {...}, "states", "work", "evaluations", "infeasible"},   (with "search")
-   "svg": "<svg ...>...</svg>"}   (with "svg": true)
+   "svg": "<svg ...>...</svg>",   (with "svg": true)
+   "simulation": {"matches", "max_relative_error", "gradient_error", "mismatch", "bytes_match", "byte_mismatches",
+                  "unnecessary": [reshards whose removal changes no result], "devices", "collectives"}}
+                                  (with "simulate": true)
   ATTR as above, in the plan's layout form. A failing plan's error names where:
   {"error": {"kind": ..., "message": "operators[3] (operator 3 'fc2'): ...", "at": "operators[3]",
              "operator": 3, "name": "fc2", "rule": "matmul", "operand": "inputs", "phase": ..., "inputs": [0, 1]}}
@@ -148,7 +154,7 @@ Model request (a Hugging Face config.json in, its plan built by <ctspmd/models/.
                         "annotated": true},    mesh dims by name or index; "annotated": false for "search"
              "seq": 4096 (GPT: at most n_positions), "micro_batch": 1, "capacity_factor": 1.0 (experts),
              "flash_attention": true (GPT: false writes the attention core out)},
-   "training": TRAINING ("loss" defaults to the model's), "cluster", "pipeline", "search", "svg": as a plan's}
+   "training": TRAINING ("loss" defaults to the model's), "cluster", "pipeline", "search", "svg", "simulate": as a plan's}
 Model response: the plan response, and
   "model": {"architecture", "parameters", "active_parameters" (a token's, experts routed), "vocab_padding"}
 

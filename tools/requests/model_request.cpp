@@ -1,6 +1,6 @@
 // Model requests: {"model": {"config": {...config.json...}, "mesh": [...], "mesh_names": [...],
 // "layout": {...}, "seq": N, "micro_batch": N, "capacity_factor": x, "flash_attention": b}, "training": ..., "pipeline":
-// ..., "cluster": ..., "search": ..., "svg": true}. The config's "architectures" picks the
+// ..., "cluster": ..., "search": ..., "svg": true, "simulate": true}. The config's "architectures" picks the
 // builder of <ctspmd/models/...> (Llama, Mistral and Qwen2; GPT-2; Mixtral; DeepSeek-V3), whose plan is then
 // answered as a plan request answers it (plan_write.hpp writes it as one), with the model's
 // counts beside: "model": {"architecture", "parameters", "active_parameters", "vocab_padding"}.
@@ -260,10 +260,10 @@ json model_plan(const json& model) {
 json model_counts(const json& model) { return build(model).counts; }
 
 json model_answer(const json& request) {
-  check_fields(request, "the request", {"model", "training", "pipeline", "cluster", "search", "svg"});
+  check_fields(request, "the request", {"model", "training", "pipeline", "cluster", "search", "svg", "simulate"});
   auto m = build(request.at("model"));
   if (!m.built) {
-    for (const char* key : {"training", "pipeline", "cluster", "search", "svg"})
+    for (const char* key : {"training", "pipeline", "cluster", "search", "svg", "simulate"})
       if (request.contains(key)) bad_request(std::string("the request has \"") + key + "\", but \"model\" has no \"mesh\"");
     return {{"model", m.counts}};
   }
@@ -274,7 +274,8 @@ json model_answer(const json& request) {
   if (plan.contains("training") && plan.at("training").is_object() && !plan.at("training").contains("loss"))
     plan["training"]["loss"] = m.loss;
   json plan_request = {{"plan", plan}};
-  if (request.contains("svg")) plan_request["svg"] = request.at("svg");
+  for (const char* key : {"svg", "simulate"})
+    if (request.contains(key)) plan_request[key] = request.at(key);
   json answer = verify_plan_request(plan_request);
   answer["model"] = m.counts;
   return answer;

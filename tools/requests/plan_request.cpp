@@ -413,6 +413,7 @@ class plan_reader {
     if (!res.error.empty()) throw spmd_error(error_kind::unimplemented, "simulate: " + res.error);
     json out = {{"matches", res.mismatch.empty()},
                 {"max_relative_error", res.max_relative_error},
+                {"gradient_error", res.gradient_error},
                 {"bytes_match", res.bytes_match},
                 {"unnecessary", res.unnecessary},
                 {"devices", res.devices},

@@ -37,6 +37,10 @@
 //   loss, the updated parameters and states) still matches one device, the reshard is reported
 //   as unnecessary.
 //
+// - Gradients: the one-device step itself is checked against its loss: along a random change of
+//   the parameters the optimizer updates, the gradients it reads give the derivative that finite
+//   differences of the forward pass give (relative 1e-6).
+//
 // Tolerance: float64, relative 1e-9 of the largest magnitude of each reference tensor.
 // Not simulated (refused with a message): operators without a kernel, dropout, unknown sizes.
 
@@ -74,6 +78,9 @@ struct result {
   std::string error;
   /// The largest relative difference of any tensor from one device's.
   double max_relative_error = 0;
+  /// The one-device step's gradients against a finite difference of its loss (relative; -1: no
+  /// optimizer or no loss gradient to check).
+  double gradient_error = -1;
   /// The first tensor that differs (beyond the tolerance) or fails to assemble, or empty.
   std::string mismatch;
   bool bytes_match = true;
@@ -287,6 +294,10 @@ class simulator {
       out.error = std::string("the one-device run: ") + e.what();
       return out;
     }
+    out.gradient_error = gradient_check();
+    if (out.gradient_error > 1e-6)
+      out.mismatch = "the step's gradients are not its loss's: the directional derivative along random parameter "
+                     "changes differs from the finite difference by " + std::to_string(out.gradient_error) + " (relative)";
     run_state sharded;
     try {
       sharded = execute(true, -1);
@@ -294,7 +305,7 @@ class simulator {
       out.mismatch = e.what();
       return out;
     }
-    out.mismatch = compare(sharded, false, &out.max_relative_error);
+    if (out.mismatch.empty()) out.mismatch = compare(sharded, false, &out.max_relative_error);
     for (std::size_t e = 0; e < r_.reshard_entries(); ++e) {
       const auto& x = r_.reshard_at(e);
       const auto it = sharded.sent.find(e);
@@ -336,6 +347,58 @@ class simulator {
     std::map<std::size_t, std::vector<std::int64_t>> sent;  ///< per reshard entry, per occurrence
 
   };
+
+  /// The one-device step's gradients against its loss: along a random change v of every
+  /// parameter the optimizer updates, sum over parameters of <gradient, v> must equal the finite
+  /// difference of <loss gradient, loss> over the forward pass (central differences at steps
+  /// 1e-5 and 5e-6, extrapolated: an error of order h^4 for a smooth loss). Returns
+  /// their relative difference (of the sum of |gradient| |v|), or -1 when the step has no
+  /// optimizer or no loss gradient.
+  double gradient_check() {
+    std::vector<std::pair<std::size_t, std::size_t>> seeds;  // (loss gradient, loss)
+    for (std::size_t t = 0; t < p_.tensor_count(); ++t) {
+      const auto& ti = p_.tensor_at(t);
+      bool block_input = false;  // (held by a block's previous run, not given)
+      for (std::size_t b = 0; b < p_.block_count(); ++b) block_input = block_input || p_.block_at(b).input.index == t;
+      if (block_input) continue;
+      if (ti.role == ctspmd::model::tensor_role::gradient && ti.producer < 0 && ti.role_of >= 0 && !saved_[t] && read_[t] &&
+          !ti.shape.empty())
+        seeds.emplace_back(t, static_cast<std::size_t>(ti.role_of));
+    }
+    if (gradients_.empty() || seeds.empty()) return -1;
+    double analytic = 0, scale = 0;
+    for (const auto& [k, grad] : gradients_) {
+      tensor v = random_tensor(grad.shape, g_);
+      for (std::size_t e = 0; e < v.size(); ++e) {
+        analytic += grad.data[e] * v.data[e];
+        scale += std::abs(grad.data[e] * v.data[e]);
+      }
+      shift_[k] = std::move(v);
+    }
+    const auto objective = [&](double step) {
+      shift_scale_ = step;
+      forward_only_ = true;
+      const auto s = execute(false, -1);
+      forward_only_ = false;
+      double total = 0;
+      for (const auto& [seed, loss] : seeds) {
+        const auto g = inputs_.find(key_of(seed));
+        const auto l = s.values.find(key_of(loss));
+        if (g == inputs_.end() || l == s.values.end())
+          throw oracle_error("the gradient check: no value of " + name(g == inputs_.end() ? seed : loss));
+        const auto& grad = g->second;
+        const auto& value = l->second.locals.at(0);
+        for (std::size_t e = 0; e < value.size(); ++e) total += grad.data[e] * value.data[e];
+      }
+      return total;
+    };
+    // Central differences at h and h / 2, extrapolated (Richardson): an error of order h^4.
+    const double h = 1e-5;
+    const double d1 = (objective(h) - objective(-h)) / (2 * h), d2 = (objective(h / 2) - objective(-h / 2)) / h;
+    const double numeric = (4 * d2 - d1) / 3;
+    shift_.clear();
+    return std::abs(numeric - analytic) / std::max(scale, 1e-300);
+  }
 
   std::string name(std::size_t t) const {
     const auto& ti = p_.tensor_at(t);
@@ -454,6 +517,8 @@ class simulator {
     }
     h.attr = *a;
     h.locals = distribute(input_value(k), h.attr, g_);
+    if (const auto shift = shift_.find(k); shift != shift_.end() && !sharded)
+      for (std::size_t e = 0; e < h.locals[0].size(); ++e) h.locals[0].data[e] += shift_scale_ * shift->second.data[e];
     return &s.values.emplace(k, std::move(h)).first->second;
   }
   held& value_of(run_state& s, std::size_t t, bool sharded) {
@@ -578,6 +643,15 @@ class simulator {
       call.out_shapes.push_back(global(t));
       if (sharded) s.promised[key_of(t)] = pins[k] ? pins[k] : layout(t, true);
     }
+    if (!sharded && !forward_only_ && (op.rule == "adam" || op.rule == "adamw" || op.rule == "sgd")) {
+      // The parameter and the gradient its update reads (the gradient check).
+      const std::size_t grad = op.rule == "sgd" ? 2 : 1;
+      std::size_t param = op.inputs[0];  // the plan input, through the step's copies (assign)
+      while (p_.tensor_at(param).producer >= 0 &&
+             p_.op_at(static_cast<std::size_t>(p_.tensor_at(param).producer)).rule == "assign")
+        param = p_.op_at(static_cast<std::size_t>(p_.tensor_at(param).producer)).inputs[0];
+      gradients_.push_back({key_of(param), in[0][grad]});
+    }
     const auto out = kernel_of(op.rule)(call, in);
     for (std::size_t k = 0; k < op.outputs.size(); ++k) {
       const auto t = op.outputs[k];
@@ -606,6 +680,10 @@ class simulator {
       const auto& bl = p_.block_at(static_cast<std::size_t>(b));
       const auto fwd = bl.number(static_cast<std::size_t>(b));
       const bool backward = bl.mirror_of >= 0;
+      if (backward && forward_only_) {
+        i = bl.end_op;
+        continue;
+      }
       for (std::size_t j = 0; j < bl.count; ++j) {
         const auto run = static_cast<std::int64_t>(backward ? bl.count - 1 - j : j);
         held in;
@@ -625,6 +703,7 @@ class simulator {
   }
 
   void step(run_state& s, std::size_t i, bool sharded, std::int64_t skip) {
+    if (forward_only_ && p_.op_at(i).phase != ctspmd::model::phase::forward) return;
     try {
       run_op(s, i, sharded, skip);
     } catch (const oracle_error& e) {
@@ -680,6 +759,12 @@ class simulator {
   std::map<key, tensor> inputs_;
   std::vector<std::int64_t> run_;  ///< per block number: the run executing (or last executed)
   run_state reference_;
+  // The gradient check: the one-device step's (parameter, gradient) pairs, and a forward-only
+  // run's change of the parameters.
+  std::vector<std::pair<key, tensor>> gradients_;
+  std::map<key, tensor> shift_;
+  double shift_scale_ = 0;
+  bool forward_only_ = false;
 };
 
 }  // namespace detail
