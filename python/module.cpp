@@ -294,19 +294,22 @@ PYBIND11_MODULE(ctspmd, m) {
       py::arg("semantics") = "fluid", py::arg("mesh_names") = py::none(), backward_doc.c_str());
   m.def(
       "verify_plan",
-      [](py::handle plan, bool svg) {
+      [](py::handle plan, bool svg, bool simulate) {
         if (!PyDict_Check(plan.ptr())) bad_type("plan", "a dict", plan);
-        const req::json request = {{"plan", to_json(plan, "plan")}, {"svg", svg}};
+        const req::json request = {{"plan", to_json(plan, "plan")}, {"svg", svg}, {"simulate", simulate}};
         return to_python(req::verify_plan_request(request));
       },
-      py::arg("plan"), py::arg("svg") = false,
-      "verify_plan(plan, svg=False) -> dict\n\n"
+      py::arg("plan"), py::arg("svg") = false, py::arg("simulate") = false,
+      "verify_plan(plan, svg=False, simulate=False) -> dict\n\n"
       "Builds and propagates a whole plan, given as a dict of the structure of ctspmd-infer's plan requests (the "
       "value of {\"plan\": ...}: mesh, mesh_names, semantics, tensors, operators and repeated blocks, optional "
       "training and cluster; see ctspmd-infer --help and the README), and returns the tool's answer as a dict: "
       "every tensor's layout, the reshard report, totals per phase and collective, and with training or a cluster "
       "the step's cost; with svg=True also its picture, answer[\"svg\"], an SVG document (collectives by phase and mesh "
-      "dim, memory by category, step time; each bar's exact figure in data-bytes / data-count / data-seconds). A "
+      "dim, memory by category, step time; each bar's exact figure in data-bytes / data-count / data-seconds); with "
+      "simulate=True, answer[\"simulation\"]: the plan (its training step) run on a simulated mesh with exactly its "
+      "reshards and compared with one device (matches, max_relative_error, gradient_error, bytes_match, unnecessary, "
+      "devices, collectives; see the README). A "
       "malformed or failing plan raises SpmdError, whose .details name the operator and operand.");
   // ctspmd.models: the model library's builders (<ctspmd/models/...>), from a Hugging Face config.
   py::module_ models = m.def_submodule("models", "Models built from their Hugging Face config.json.");

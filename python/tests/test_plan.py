@@ -65,6 +65,21 @@ def svg_bars(svg):
     return bars
 
 
+def test_simulate_proves_the_step():
+    small = {"x": [8, 16], "w1": [16, 32], "h": [8, 32], "w2": [32, 16], "y": [8, 16], "z": [8, 16]}
+    plan = mlp(training={"loss": "z", "shard_optimizer_states_on": "dp", "zero_stage": 2})
+    for t in plan["tensors"]:
+        t["shape"] = small[t["name"]]
+    sim = ctspmd.verify_plan(plan, simulate=True)["simulation"]
+    assert sim["matches"] and sim["bytes_match"] and sim["unnecessary"] == []
+    assert sim["devices"] == 8 and sim["collectives"] > 0
+    assert sim["max_relative_error"] < 1e-9 and 0 <= sim["gradient_error"] < 1e-6
+    assert "simulation" not in ctspmd.verify_plan(plan)
+    big = mlp(training={"loss": "z"})
+    with pytest.raises(ctspmd.SpmdError, match="more than the simulator's"):
+        ctspmd.verify_plan(big, simulate=True)
+
+
 def test_svg_picture_carries_the_cost():
     plan = mlp(training={"loss": "z", "shard_optimizer_states_on": "dp", "recompute": "full"}, cluster="h100")
     plan["operators"][2]["label"] = "fc2.reduce <&\"'>"  # the peak's operator: its name escaped in the picture

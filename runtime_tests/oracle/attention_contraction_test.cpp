@@ -3,6 +3,7 @@
 // direction): each device computes its local gradients from its local inputs, and the gradient,
 // its partial parts combined and its shards concatenated, must equal the true gradient.
 #include "harness.hpp"
+#include "step_kernels.hpp"
 #include "ops_attention_contraction.hpp"
 
 // Named for this file: the runtime tests are compiled as unity builds (runtime_tests/CMakeLists.txt).
@@ -321,65 +322,10 @@ TEST_CASE("oracle: fused_linear_param_grad_add") {
   st.report();
 }
 
-/// c_softmax_with_cross_entropy's kernel, with its collectives: the devices that hold the slices
-/// of one row (they differ only on the vocabulary's mesh dims) reduce the row's maximum, the sum
-/// of exponentials and the label's logit across the slices.
+/// c_softmax_with_cross_entropy's kernel, with its collectives (step_kernels.hpp).
 mesh_kernel c_softmax_kernel(std::int64_t ignore_index) {
   return [ignore_index](const ctspmd::spmd_info& info, const device_tensors& in) {
-    const auto& attr = info.inputs[0];
-    const auto& mesh = attr.process_mesh();
-    const std::size_t v = attr.rank() - 1;
-    const auto vocab = attr.mesh_dims_of(v);
-    const auto n = to_size(mesh.size());
-    // Each device's row-wise local max, sum of exp(x - local max), and label logit (or nan).
-    std::vector<std::vector<double>> mx(n), sum(n), picked(n);
-    const auto cols = in[0][0].shape.back();
-    const auto rows = to_size(numel(in[0][0].shape) / std::max<std::int64_t>(cols, 1));
-    for (std::size_t d = 0; d < n; ++d) {
-      const auto c = device_coords(mesh, to_int(d));
-      const auto offset = block_on(attr, v, c).index * cols;
-      for (std::size_t r = 0; r < rows; ++r) {
-        double m = -std::numeric_limits<double>::infinity(), s = 0, p = std::numeric_limits<double>::quiet_NaN();
-        for (std::int64_t j = 0; j < cols; ++j) m = std::max(m, in[d][0].data[r * to_size(cols) + to_size(j)]);
-        for (std::int64_t j = 0; j < cols; ++j) s += std::exp(in[d][0].data[r * to_size(cols) + to_size(j)] - m);
-        const std::int64_t l = ops::as_index(in[d][1].data[r]);
-        if (l >= offset && l < offset + cols) p = in[d][0].data[r * to_size(cols) + to_size(l - offset)];
-        mx[d].push_back(m);
-        sum[d].push_back(s);
-        picked[d].push_back(p);
-      }
-    }
-    device_tensors out;
-    for (std::size_t d = 0; d < n; ++d) {
-      const auto c = device_coords(mesh, to_int(d));
-      std::vector<std::size_t> group;  // the devices holding the other slices of these rows
-      for (std::size_t e = 0; e < n; ++e) {
-        const auto ce = device_coords(mesh, to_int(e));
-        bool same = true;
-        for (std::size_t m = 0; m < c.size(); ++m) {
-          bool is_vocab = false;
-          for (auto vm : vocab) is_vocab = is_vocab || to_size(vm) == m;
-          same = same && (is_vocab || c[m] == ce[m]);
-        }
-        if (same) group.push_back(e);
-      }
-      tensor sm(in[d][0].shape), loss(in[d][1].shape);
-      for (std::size_t r = 0; r < rows; ++r) {
-        double m = -std::numeric_limits<double>::infinity(), p = std::numeric_limits<double>::quiet_NaN();
-        for (auto e : group) m = std::max(m, mx[e][r]);
-        double s = 0;
-        for (auto e : group) {
-          s += sum[e][r] * std::exp(mx[e][r] - m);
-          if (!std::isnan(picked[e][r])) p = picked[e][r];
-        }
-        for (std::int64_t j = 0; j < cols; ++j)
-          sm.data[r * to_size(cols) + to_size(j)] = std::exp(in[d][0].data[r * to_size(cols) + to_size(j)] - m) / s;
-        const std::int64_t l = ops::as_index(in[d][1].data[r]);
-        loss.data[r] = l == ignore_index ? 0.0 : std::log(s) + m - p;
-      }
-      out.push_back({sm, loss});
-    }
-    return out;
+    return ctspmd_oracle::step::c_softmax_cross_entropy(info.inputs[0], ignore_index, in);
   };
 }
 

@@ -26,9 +26,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <ctspmd/ctspmd.hpp>
+#include <ctspmd/runtime.hpp>
 
 #include "mesh_sim.hpp"
 #include "ops.hpp"
