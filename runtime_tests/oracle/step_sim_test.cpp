@@ -44,9 +44,9 @@ void with_step(const Model& m, const model::training_options& o, F f) {
 }
 
 template <class Model>
-sim::result simulate_model(const Model& m, const model::training_options& o = {}) {
+sim::result simulate_model(const Model& m, const model::training_options& o = {}, const sim::options& so = {}) {
   sim::result res;
-  with_step(m, o, [&](const auto& step, const auto& r) { res = sim::simulate(step, r); });
+  with_step(m, o, [&](const auto& step, const auto& r) { res = sim::simulate(step, r, so); });
   return res;
 }
 
@@ -84,6 +84,15 @@ TEST_CASE("step simulator: ZeRO stages 1 to 3, mixed precision, recomputation") 
     INFO("ZeRO " << stage << " recompute " << static_cast<int>(rc));
     check_ok(simulate_model(*m, o));
   }
+}
+
+TEST_CASE("step simulator: gradients accumulated over micro-batches, reduced once (ZeRO 2)") {
+  model::training_options o;
+  o.shard_optimizer_states_on = 0;
+  o.zero_stage = 2;
+  sim::options so;
+  so.micro_batches = 4;
+  check_ok(simulate_model(*gpt(process_mesh({2, 2}), {.dp = 0, .tp = 1, .sp = true}), o, so));
 }
 
 constexpr models::llama_config tiny_llama{.hidden_size = 16, .intermediate_size = 24, .num_hidden_layers = 2,
@@ -314,6 +323,8 @@ TEST_CASE("ctspmd-infer: \"simulate\": true proves a training step") {
       R"json({"plan": {"mesh": [2, 4], "mesh_names": ["dp", "mp"], "tensors": [{"name": "x", "shape": [8, 16], "dims_mapping": [0, -1]}, {"name": "w1", "shape": [16, 32], "dims_mapping": [-1, 1], "parameter": true}, {"name": "h", "shape": [8, 32]}, {"name": "g", "shape": [8, 32]}, {"name": "w2", "shape": [32, 16], "dims_mapping": [1, -1], "parameter": true}, {"name": "y", "shape": [8, 16]}, {"name": "z", "shape": [8, 16], "dims_mapping": [0, -1]}], "operators": [{"op": "matmul", "inputs": ["x", "w1"], "outputs": ["h"], "label": "fc1"}, {"op": "gelu", "inputs": ["h"], "outputs": ["g"]}, {"op": "matmul", "inputs": ["g", "w2"], "outputs": ["y"], "label": "fc2"}, {"op": "assign", "inputs": ["y"], "outputs": ["z"], "label": "fc2.reduce"}], "training": {"loss": "z", "shard_optimizer_states_on": "dp", "zero_stage": 3, "master_weights": true}}, "simulate": true})json",
       R"json({"plan": {"mesh": [2, 4], "mesh_names": ["dp", "mp"], "tensors": [{"name": "x", "shape": [8, 64], "partition_spec": "P('dp')"}, {"name": "out", "shape": [8, 64]}], "operators": [{"repeat": {"count": 3, "source": "x", "input": "h", "tensors": [{"name": "w", "shape": [64, 64], "partition_spec": "P(None, 'mp')", "parameter": true}, {"name": "a", "shape": [8, 64]}, {"name": "b", "shape": [8, 64], "partition_spec": "P('dp')"}], "operators": [{"op": "matmul", "inputs": ["h", "w"], "outputs": ["a"]}, {"op": "relu", "inputs": ["a"], "outputs": ["b"]}], "output": "b"}}, {"op": "relu", "inputs": ["b"], "outputs": ["out"]}], "training": {"loss": "out"}}, "simulate": true})json",
       R"json({"plan": {"mesh": [2, 2], "tensors": [{"name": "x", "shape": [4, 6, 8], "dims_mapping": [0, -1, 1]}, {"name": "w", "shape": [8], "parameter": true}, {"name": "h", "shape": [4, 6, 8]}, {"name": "s", "shape": [4, 8]}, {"name": "m", "shape": [4, 1, 8]}, {"name": "e", "shape": [4, 8]}, {"name": "loss", "shape": [4, 8]}], "operators": [{"op": "multiply", "inputs": ["x", "w"], "outputs": ["h"]}, {"op": "sum", "inputs": ["h"], "outputs": ["s"], "attrs": {"axis": [1]}}, {"op": "mean", "inputs": ["h"], "outputs": ["m"], "attrs": {"axis": [1], "keep_dim": true}}, {"op": "squeeze", "inputs": ["m"], "outputs": ["e"], "attrs": {"axis": [1]}}, {"op": "subtract", "inputs": ["s", "e"], "outputs": ["loss"]}], "training": {"loss": "loss"}}, "simulate": true})json",
+      // a pipeline's 4 micro-batches accumulated
+      R"json({"plan": {"mesh": [2, 2], "mesh_names": ["pp", "mp"], "tensors": [{"name": "x", "shape": [8, 16], "dims_mapping": [-1, -1]}, {"name": "out", "shape": [8, 16]}], "operators": [{"repeat": {"count": 4, "source": "x", "input": "h", "tensors": [{"name": "w", "shape": [16, 32], "dims_mapping": [-1, 1], "parameter": true}, {"name": "a", "shape": [8, 32]}, {"name": "g", "shape": [8, 32]}, {"name": "w2", "shape": [32, 16], "dims_mapping": [1, -1], "parameter": true}, {"name": "b", "shape": [8, 16]}, {"name": "c", "shape": [8, 16], "dims_mapping": [-1, -1]}], "operators": [{"op": "matmul", "inputs": ["h", "w"], "outputs": ["a"]}, {"op": "gelu", "inputs": ["a"], "outputs": ["g"]}, {"op": "matmul", "inputs": ["g", "w2"], "outputs": ["b"]}, {"op": "assign", "inputs": ["b"], "outputs": ["c"]}], "output": "c"}}, {"op": "relu", "inputs": ["c"], "outputs": ["out"]}], "training": {"loss": "out", "master_weights": true}, "pipeline": {"mesh_dim": "pp", "micro_batches": 4, "schedule": "1f1b"}}, "simulate": true})json",
   };
   for (const auto& line : lines) {
     const auto r = ctspmd_requests::handle(line);

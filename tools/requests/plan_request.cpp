@@ -409,7 +409,14 @@ class plan_reader {
     if (elements > simulation_elements)
       bad_request("simulate: the plan holds " + std::to_string(elements) + " elements (each tensor once per run of its "
                   "block), more than the simulator's " + std::to_string(simulation_elements) + ": simulate it at smaller sizes");
-    const auto res = ctspmd_oracle::step::simulate(p, r);
+    ctspmd_oracle::step::options o;  // a pipeline's micro-batches accumulate (its stages are not simulated)
+    if (request_.contains("pipeline")) o.micro_batches = read_pipeline(request_.at("pipeline")).micro_batches;
+    if (o.micro_batches < 1) bad_request("simulate: pipeline.micro_batches must be positive");
+    if (ctspmd::detail::saturating_product(elements, o.micro_batches) > simulation_elements)
+      bad_request("simulate: the plan's " + std::to_string(elements) + " elements times its " +
+                  std::to_string(o.micro_batches) + " micro-batches are more than the simulator's " +
+                  std::to_string(simulation_elements) + ": simulate it at smaller sizes or with fewer micro-batches");
+    const auto res = ctspmd_oracle::step::simulate(p, r, o);
     if (!res.error.empty()) throw spmd_error(error_kind::unimplemented, "simulate: " + res.error);
     json out = {{"matches", res.mismatch.empty()},
                 {"max_relative_error", res.max_relative_error},

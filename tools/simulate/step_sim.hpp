@@ -41,6 +41,11 @@
 //   the parameters the optimizer updates, the gradients it reads give the derivative that finite
 //   differences of the forward pass give (relative 1e-6).
 //
+// - Micro-batches (`options::micro_batches`, each the plan's batch with its own data): the
+//   passes before the optimizer run once a micro-batch, each device summing, in the layout it
+//   holds them in, the gradients the optimizer reads; the optimizer then runs once. (A pipeline's
+//   stages are not simulated: every device of its mesh dim runs every layer.)
+//
 // Tolerance: float64, relative 1e-9 of the largest magnitude of each reference tensor.
 // Not simulated (refused with a message): operators without a kernel, dropout, unknown sizes.
 
@@ -70,6 +75,10 @@ struct options {
   std::uint64_t seed = 0x73746570ULL;
   /// Simulate once more per reshard, without it (the necessity check).
   bool necessity = true;
+  /// Micro-batches a step accumulates (each the plan's batch, its own data): the forward and
+  /// backward passes run once each, their gradients summed where the optimizer reads them, then
+  /// the optimizer once.
+  std::int64_t micro_batches = 1;
   double tolerance = 1e-9;
 };
 
@@ -109,6 +118,7 @@ using ctspmd::model::collective;
 struct key {
   std::size_t tensor = 0;
   std::int64_t run = -1;
+  std::int64_t micro = -1;  ///< its micro-batch, or -1 (parameters, optimizer states and outputs)
   friend auto operator<=>(const key&, const key&) = default;
 };
 /// The local tensors every device holds, and the layout they are held in.
@@ -275,6 +285,29 @@ class simulator {
         if (d.kind != domain::any && domains_.find(op.inputs[k]) == domains_.end()) domains_[op.inputs[k]] = d;
       }
     }
+    // What persists across micro-batches: the parameters and optimizer states, the plan inputs
+    // only the optimizer reads (the learning rate), and what the optimizer writes; what its
+    // operators read from the operators before it is summed over them.
+    persistent_.assign(nt, false);
+    crosses_.assign(nt, false);
+    std::vector<bool> read_elsewhere(nt, false);
+    for (std::size_t i = 0; i < p.op_count(); ++i) {
+      const auto& op = p.op_at(i);
+      const bool optimizer = op.phase == ctspmd::model::phase::optimizer;
+      for (auto t : op.inputs) {
+        if (!optimizer) read_elsewhere[t] = true;
+        if (optimizer && p.tensor_at(t).producer >= 0 &&
+            p.op_at(static_cast<std::size_t>(p.tensor_at(t).producer)).phase != ctspmd::model::phase::optimizer)
+          crosses_[t] = true;
+      }
+      if (optimizer)
+        for (auto t : op.outputs) persistent_[t] = true;
+    }
+    for (std::size_t t = 0; t < nt; ++t) {
+      const auto& ti = p.tensor_at(t);
+      if (ti.producer < 0 && (ti.trainable || ti.role == ctspmd::model::tensor_role::optimizer_state || !read_elsewhere[t]))
+        persistent_[t] = true;
+    }
     for (std::size_t e = 0; e < r.reshard_entries(); ++e) {
       const auto& x = r.reshard_at(e);
       entries_[{x.op, x.operand, x.on_output}].push_back(e);
@@ -312,8 +345,10 @@ class simulator {
       const std::size_t times = it == sharded.sent.end() ? 0 : it->second.size();
       out.collectives += times;
       std::string what = describe(e);
-      if (times != x.times) {
-        out.byte_mismatches.push_back(what + ": reported " + std::to_string(x.times) + " times, ran " + std::to_string(times));
+      // (The passes before the optimizer's run once a micro-batch.)
+      const auto expected = x.times * static_cast<std::size_t>(x.phase == ctspmd::model::phase::optimizer ? 1 : o_.micro_batches);
+      if (times != expected) {
+        out.byte_mismatches.push_back(what + ": reported " + std::to_string(expected) + " times, ran " + std::to_string(times));
         continue;
       }
       for (auto b : it->second)
@@ -381,15 +416,18 @@ class simulator {
       const auto s = execute(false, -1);
       forward_only_ = false;
       double total = 0;
-      for (const auto& [seed, loss] : seeds) {
-        const auto g = inputs_.find(key_of(seed));
-        const auto l = s.values.find(key_of(loss));
-        if (g == inputs_.end() || l == s.values.end())
-          throw oracle_error("the gradient check: no value of " + name(g == inputs_.end() ? seed : loss));
-        const auto& grad = g->second;
-        const auto& value = l->second.locals.at(0);
-        for (std::size_t e = 0; e < value.size(); ++e) total += grad.data[e] * value.data[e];
+      for (micro_ = 0; micro_ < o_.micro_batches; ++micro_) {
+        for (const auto& [seed, loss] : seeds) {
+          const auto g = inputs_.find(key_of(seed));
+          const auto l = s.values.find(key_of(loss));
+          if (g == inputs_.end() || l == s.values.end())
+            throw oracle_error("the gradient check: no value of " + name(g == inputs_.end() ? seed : loss));
+          const auto& grad = g->second;
+          const auto& value = l->second.locals.at(0);
+          for (std::size_t e = 0; e < value.size(); ++e) total += grad.data[e] * value.data[e];
+        }
       }
+      micro_ = -1;
       return total;
     };
     // Central differences at h and h / 2, extrapolated (Richardson): an error of order h^4.
@@ -423,7 +461,7 @@ class simulator {
   }
   shape_t global(std::size_t t) const { return shape_of(p_.tensor_at(t).shape, std::string(p_.tensor_at(t).name)); }
   key key_of(std::size_t t) const {
-    return {t, per_run_[t] < 0 ? -1 : run_[static_cast<std::size_t>(per_run_[t])]};
+    return {t, per_run_[t] < 0 ? -1 : run_[static_cast<std::size_t>(per_run_[t])], persistent_[t] ? -1 : micro_};
   }
   tensor_dist_attr replicated_on_mesh(std::size_t t) const {
     return tensor_dist_attr(p_.mesh(), ctspmd::dims_mapping(p_.tensor_at(t).shape.size(), -1));
@@ -667,7 +705,19 @@ class simulator {
 
   run_state execute(bool sharded, std::int64_t skip) {
     run_state s;
+    for (micro_ = 0; micro_ < o_.micro_batches; ++micro_) {
+      pass(s, sharded, skip, false);
+      if (!forward_only_) accumulate(s);
+    }
+    micro_ = -1;
+    if (!forward_only_) pass(s, sharded, skip, true);
+    return s;
+  }
+
+  /// The step's operators in program order: those of the optimizer (`optimizer`) or the others.
+  void pass(run_state& s, bool sharded, std::int64_t skip, bool optimizer) {
     run_.assign(p_.block_count(), -1);
+    optimizer_pass_ = optimizer;
     for (std::size_t i = 0; i < p_.op_count();) {
       std::int64_t b = -1;
       for (std::size_t k = 0; k < p_.block_count(); ++k)
@@ -686,24 +736,48 @@ class simulator {
       }
       for (std::size_t j = 0; j < bl.count; ++j) {
         const auto run = static_cast<std::int64_t>(backward ? bl.count - 1 - j : j);
-        held in;
-        if (j == 0) {
-          in = value_of(s, bl.source.index, sharded);
-        } else {
-          run_[fwd] = backward ? run + 1 : run - 1;
-          in = value_of(s, bl.output.index, sharded);
+        if (!optimizer) {  // (the optimizer's operators do not read a block's input)
+          held in;
+          if (j == 0) {
+            in = value_of(s, bl.source.index, sharded);
+          } else {
+            run_[fwd] = backward ? run + 1 : run - 1;
+            in = value_of(s, bl.output.index, sharded);
+          }
+          run_[fwd] = run;
+          s.values[key_of(bl.input.index)] = in;
         }
         run_[fwd] = run;
-        s.values[key_of(bl.input.index)] = in;
         for (auto k = bl.first_op; k < bl.end_op; ++k) step(s, k, sharded, skip);
       }
       i = bl.end_op;
     }
-    return s;
+  }
+
+  /// Adds this micro-batch's values of the tensors the optimizer reads from the passes before it
+  /// (gradients) into their sums, which the optimizer's pass reads.
+  void accumulate(run_state& s) const {
+    std::vector<std::pair<key, const held*>> mine;
+    for (const auto& [k, h] : s.values)
+      if (k.micro == micro_ && crosses_[k.tensor]) mine.emplace_back(k, &h);
+    for (const auto& [k, h] : mine) {
+      const key total{k.tensor, k.run, -1};
+      const auto it = s.values.find(total);
+      if (it == s.values.end()) {
+        s.values[total] = *h;
+        continue;
+      }
+      if (it->second.attr != h->attr)
+        throw oracle_error(name(k.tensor) + " is held as " + ctspmd::to_string(h->attr) + " in one micro-batch and as " +
+                           ctspmd::to_string(it->second.attr) + " in another: its sum is not simulated");
+      for (std::size_t d = 0; d < h->locals.size(); ++d)
+        for (std::size_t e = 0; e < h->locals[d].size(); ++e) it->second.locals[d].data[e] += h->locals[d].data[e];
+    }
   }
 
   void step(run_state& s, std::size_t i, bool sharded, std::int64_t skip) {
     if (forward_only_ && p_.op_at(i).phase != ctspmd::model::phase::forward) return;
+    if ((p_.op_at(i).phase == ctspmd::model::phase::optimizer) != optimizer_pass_) return;
     try {
       run_op(s, i, sharded, skip);
     } catch (const oracle_error& e) {
@@ -758,6 +832,11 @@ class simulator {
   std::map<std::tuple<std::size_t, std::size_t, bool>, std::vector<std::size_t>> entries_;
   std::map<key, tensor> inputs_;
   std::vector<std::int64_t> run_;  ///< per block number: the run executing (or last executed)
+  std::int64_t micro_ = -1;        ///< the micro-batch executing, or -1 (the optimizer's pass)
+  bool optimizer_pass_ = false;
+  /// Per tensor: one value for all micro-batches (parameters, optimizer states, what only the
+  /// optimizer reads or writes); read by the optimizer, written before it (summed over them).
+  std::vector<bool> persistent_, crosses_;
   run_state reference_;
   // The gradient check: the one-device step's (parameter, gradient) pairs, and a forward-only
   // run's change of the parameters.
