@@ -74,6 +74,11 @@ inline tensor attention_scores(const tensor& q, const tensor& k, const tensor& m
   if (k.shape[0] != B || k.shape[3] != D || HK == 0 || H % HK != 0)
     throw oracle_error("attention: q " + shape_string(q.shape) + " and k " + shape_string(k.shape) + " do not match");
   const bool has_mask = mask.rank() == 4;
+  if (has_mask)
+    for (std::size_t d = 0; d < 4; ++d)
+      if (mask.shape[d] != 1 && mask.shape[d] != shape_t{B, H, S, T}[d])
+        throw oracle_error("attention: a mask of shape " + shape_string(mask.shape) + " for scores " +
+                           shape_string({B, H, S, T}));
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   tensor s({B, H, S, T});
   for (std::int64_t b = 0; b < B; ++b)
@@ -163,7 +168,9 @@ inline attention_grads attention_grad(const tensor& q, const tensor& k, const te
 /// device's); the reference (row_offset < 0) rejects ids out of range.
 inline tensor embedding_grad(const tensor& ids, const tensor& out_grad, std::int64_t rows, std::int64_t padding_idx,
                              std::int64_t row_offset = -1) {
-  if (out_grad.rank() != ids.rank() + 1) throw oracle_error("embedding_grad: out_grad's rank");
+  if (out_grad.rank() != ids.rank() + 1 || !std::equal(ids.shape.begin(), ids.shape.end(), out_grad.shape.begin()))
+    throw oracle_error("embedding_grad: out_grad of shape " + shape_string(out_grad.shape) + " for ids of shape " +
+                       shape_string(ids.shape));
   const auto cols = out_grad.shape.back();
   tensor g({rows, cols});
   for (std::size_t i = 0; i < ids.size(); ++i) {

@@ -123,6 +123,8 @@ struct rms_norm_result {
 };
 /// rms_norm over x's last dim; invvar has shape x[:-1].
 inline rms_norm_result rms_norm(const tensor& x, const tensor& scale, double eps) {
+  if (x.rank() < 1 || scale.size() != to_size(x.shape.back()))
+    throw oracle_error("rms_norm: scale " + shape_string(scale.shape) + " for x " + shape_string(x.shape));
   const auto cols = to_size(x.shape.back());
   const shape_t lead(x.shape.begin(), x.shape.end() - 1);
   const auto rows = to_size(numel(lead));
@@ -138,6 +140,10 @@ inline rms_norm_result rms_norm(const tensor& x, const tensor& scale, double eps
 }
 /// {x_grad, scale_grad} of rms_norm, from the given invvar.
 inline std::vector<tensor> rms_norm_grad(const tensor& x, const tensor& scale, const tensor& invvar, const tensor& g) {
+  if (x.rank() < 1 || g.shape != x.shape || scale.size() != to_size(x.shape.back()) ||
+      invvar.size() * to_size(x.shape.back()) != x.size())
+    throw oracle_error("rms_norm_grad: x " + shape_string(x.shape) + ", scale " + shape_string(scale.shape) +
+                       ", invvar " + shape_string(invvar.shape) + ", out_grad " + shape_string(g.shape) + " do not fit");
   const auto cols = to_size(x.shape.back());
   const auto rows = x.size() / cols;
   tensor dx(x.shape), ds(scale.shape);
@@ -157,8 +163,12 @@ inline std::vector<tensor> rms_norm_grad(const tensor& x, const tensor& scale, c
 /// over the flattened normalised dims), from the given mean and variance.
 inline std::vector<tensor> layer_norm_grad(const tensor& x, const tensor& scale, const tensor& mean,
                                            const tensor& variance, const tensor& g, std::size_t bna, double eps) {
+  if (bna > x.shape.size()) throw oracle_error("layer_norm_grad: begin_norm_axis out of range");
   const auto rows = to_size(numel(shape_t(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(bna))));
-  const auto cols = x.size() / rows;
+  const auto cols = rows == 0 ? 0 : x.size() / rows;
+  if (g.shape != x.shape || scale.size() != cols || mean.size() != rows || variance.size() != rows)
+    throw oracle_error("layer_norm_grad: x " + shape_string(x.shape) + ", scale " + shape_string(scale.shape) +
+                       ", mean " + shape_string(mean.shape) + ", out_grad " + shape_string(g.shape) + " do not fit");
   tensor dx(x.shape), ds(scale.shape), db(scale.shape);
   for (std::size_t i = 0; i < rows; ++i) {
     const double rstd = 1.0 / std::sqrt(variance.data[i] + eps);

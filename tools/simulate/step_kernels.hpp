@@ -125,6 +125,10 @@ inline device_tensors c_softmax_cross_entropy(const ctspmd::tensor_dist_attr& at
   std::vector<std::vector<double>> mx(n), sum(n), picked(n);
   const auto cols = in[0][0].shape.back();
   const auto rows = to_size(numel(in[0][0].shape) / std::max<std::int64_t>(cols, 1));
+  for (std::size_t d = 0; d < n; ++d)
+    if (in[d][0].shape != in[0][0].shape || in[d][1].size() != rows)
+      throw oracle_error("c_softmax_with_cross_entropy: logits of shape " + shape_string(in[d][0].shape) +
+                         " and labels of shape " + shape_string(in[d][1].shape) + " on device " + std::to_string(d));
   for (std::size_t d = 0; d < n; ++d) {
     const auto c = device_coords(mesh, to_int(d));
     const auto offset = block_on(attr, v, c).index * cols;
