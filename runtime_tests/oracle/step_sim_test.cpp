@@ -92,6 +92,7 @@ TEST_CASE("step simulator: gradients accumulated over micro-batches, reduced onc
   o.zero_stage = 2;
   sim::options so;
   so.micro_batches = 4;
+  so.necessity = false;  // (the same reshards as the ZeRO 2 case above, where each is checked)
   check_ok(simulate_model(*gpt(process_mesh({2, 2}), {.dp = 0, .tp = 1, .sp = true}), o, so));
 }
 
@@ -316,7 +317,7 @@ TEST_CASE("step simulator: 100 generated training steps match one device") {
 
 #ifdef CTSPMD_TEST_REQUESTS  // the tool's request reader is built (runtime_tests/CMakeLists.txt)
 
-TEST_CASE("ctspmd-infer: \"simulate\": true proves a training step") {
+TEST_CASE("step simulator: ctspmd-infer's \"simulate\": true proves a training step") {
   // (Their figures depend on rounding: checked here against bounds, not as golden lines. The
   // requests whose answers are exact are in tests/tool/simulate.jsonl.)
   const std::string lines[] = {

@@ -312,6 +312,7 @@ class simulator {
       const auto& x = r.reshard_at(e);
       entries_[{x.op, x.operand, x.on_output}].push_back(e);
     }
+    for (std::size_t i = 0; i < p.op_count(); ++i) attrs_.push_back(ctspmd::runtime::operator_attributes(p.op_at(i)));
     for (auto& [k, list] : entries_)
       std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
         return ctspmd::model::detail::execution_rank(r.reshard_at(a).kind) < ctspmd::model::detail::execution_rank(r.reshard_at(b).kind);
@@ -612,8 +613,7 @@ class simulator {
     const auto& op = p_.op_at(i);
     kernel_call call;
     call.rule = op.rule;
-    const auto attrs = ctspmd::runtime::operator_attributes(op);
-    call.attrs = &attrs;
+    call.attrs = &attrs_[i];
     const auto n_dev = sharded ? to_size(p_.mesh().size()) : 1;
     device_tensors in(n_dev);
     // Layouts as propagation derives them (propagate.hpp): the rule's forward inference from the
@@ -831,6 +831,7 @@ class simulator {
   std::map<std::size_t, domain> domains_;
   std::map<std::tuple<std::size_t, std::size_t, bool>, std::vector<std::size_t>> entries_;
   std::map<key, tensor> inputs_;
+  std::vector<ctspmd::runtime::attribute_map> attrs_;  ///< per operator, as its kernel reads them
   std::vector<std::int64_t> run_;  ///< per block number: the run executing (or last executed)
   std::int64_t micro_ = -1;        ///< the micro-batch executing, or -1 (the optimizer's pass)
   bool optimizer_pass_ = false;
