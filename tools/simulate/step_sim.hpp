@@ -29,18 +29,17 @@
 // - Bytes: for every collective the simulator counts what each device sends, from the data it
 //   holds: ring algorithms (all-reduce 2(n-1)S/n, reduce-scatter (n-1) times the part each
 //   device keeps, all-gather and all-to-all what each device lacks and receives); the largest
-//   device's count must equal the reshard's `bytes`, and each reshard must run `times` times.
-// - Every tensor is compared, assembled under the layout the propagation gives it (the devices
-//   must hold it so), with one device's.
+//   device's count must equal the reshard's `bytes`, and each reshard must run `times` times
+//   (times the micro-batches, outside the optimizer's phase).
+// - Every tensor is compared with one device's, assembled under the layout the report promises
+//   it where it keeps one (the devices must hold it so), else under the layout it is held in.
 // - Each collective necessary: the step is simulated again with one reshard skipped (the
 //   consumer given the tensor as it was held); if every result (a tensor no operator reads: the
 //   loss, the updated parameters and states) still matches one device, the reshard is reported
 //   as unnecessary.
-//
 // - Gradients: the one-device step itself is checked against its loss: along a random change of
 //   the parameters the optimizer updates, the gradients it reads give the derivative that finite
 //   differences of the forward pass give (relative 1e-6).
-//
 // - Micro-batches (`options::micro_batches`, each the plan's batch with its own data): the
 //   passes before the optimizer run once a micro-batch, each device summing, in the layout it
 //   holds them in, the gradients the optimizer reads; the optimizer then runs once. (A pipeline's
