@@ -87,12 +87,6 @@ attention_shapes attention_sizes(const process_mesh& mesh, const std::vector<lay
   return s;
 }
 
-/// The position of the first query device `c` holds (its chunk of the sequence, context
-/// parallelism): a causal kernel masks by global positions.
-std::int64_t query_offset(const ctspmd::spmd_info& info, const shape_t& c, const tensor& local_q) {
-  return block_on(info.inputs[0], 1, c).index * local_q.shape.at(1);
-}
-
 TEST_CASE("oracle: flash_attention") {
   rule_stats st{"flash_attention"};
   rng g(0x666c617368ULL);
@@ -104,7 +98,8 @@ TEST_CASE("oracle: flash_attention") {
       const std::string what = "flash_attention " + mesh_string(mesh) + " gqa " + std::to_string(gqa) + " mask " +
                                std::to_string(with_mask) + " causal " + std::to_string(causal);
       const mesh_kernel kernel = per_device([causal](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
-        const auto r = ops::attention(in[0], in[1], in[2], in[4], causal, query_offset(info, c, in[0]));
+        const auto offset = step::query_offset(info.inputs[0], c, in[0]);
+        const auto r = ops::attention(in[0], in[1], in[2], in[4], causal, offset);
         return std::vector<tensor>{r.out, r.softmax, r.lse, tensor({2})};
       });
       bool cp = false;  // context parallelism asked for in every other case
@@ -157,7 +152,8 @@ TEST_CASE("oracle: flash_attention_grad") {
                                std::to_string(with_mask) + " causal " + std::to_string(causal);
       // inputs: q, k, v, out, softmax_lse, seed_offset, attn_mask, out_grad
       const mesh_kernel kernel = per_device([causal](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
-        const auto r = ops::attention_grad(in[0], in[1], in[2], in[6], in[7], causal, query_offset(info, c, in[0]));
+        const auto offset = step::query_offset(info.inputs[0], c, in[0]);
+        const auto r = ops::attention_grad(in[0], in[1], in[2], in[6], in[7], causal, offset);
         return std::vector<tensor>{r.dq, r.dk, r.dv};
       });
       bool cp = false;  // context parallelism asked for in every other case
@@ -193,19 +189,12 @@ tensor ids_in(const shape_t& s, std::int64_t rows, std::int64_t padding_idx, rng
   return t;
 }
 
-/// The first row a device holds of a table whose rows (dim 0 of `attr`) may be sharded; -1 when
-/// they are not.
-std::int64_t row_offset(const ctspmd::tensor_dist_attr& attr, const shape_t& c, std::int64_t local_rows) {
-  const auto block = block_on(attr, 0, c);
-  return block.count == 1 ? -1 : block.index * local_rows;
-}
-
 TEST_CASE("oracle: c_embedding") {
   rule_stats st{"c_embedding"};
   rng g(0x63656d62ULL);
   using rule = ctspmd::rules::c_embedding;
   const mesh_kernel kernel = per_device([](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
-    return std::vector<tensor>{ops::embedding(in[1], in[0], -1, row_offset(info.inputs[0], c, in[0].shape[0]))};
+    return std::vector<tensor>{ops::embedding(in[1], in[0], -1, step::row_offset(info.inputs[0], c, in[0].shape[0]))};
   });
   for (const auto& ms : meshes()) {
     const process_mesh mesh = make_mesh(ms);
@@ -248,7 +237,8 @@ void check_embedding_grad(rule_stats& st, bool weight_first, rng& g) {
         const std::size_t wi = weight_first ? 0 : 1, xi = 1 - wi;
         const mesh_kernel kernel = per_device([=](const shape_t& c, const ctspmd::spmd_info& info, const std::vector<tensor>& in) {
           const auto rows = in[wi].shape[0];
-          return std::vector<tensor>{ops::embedding_grad(in[xi], in[2], rows, padding_idx, row_offset(info.inputs[wi], c, rows))};
+          const auto offset = step::row_offset(info.inputs[wi], c, rows);
+          return std::vector<tensor>{ops::embedding_grad(in[xi], in[2], rows, padding_idx, offset)};
         });
         for (const auto& ls : layouts(mesh.ndim(), {rx, 2, rx + 1}, {reduce_type::sum}, 24, g)) {
           // ls: x, weight, out_grad
