@@ -34,13 +34,17 @@ std::unique_ptr<gpt_model> gpt(const process_mesh& mesh, const models::layout& l
   return std::make_unique<gpt_model>(models::gpt(tiny_gpt, mesh, l, {.seq = 8, .micro_batch = 2, .flash_attention = flash}));
 }
 
-/// Calls f(step, propagation) for the training step of `m` under `o`.
-template <class Model, class F>
-void with_step(const Model& m, const model::training_options& o, F f) {
-  const auto step = std::make_unique<decltype(model::training_step(m.plan, m.loss, o))>(model::training_step(m.plan, m.loss, o));
+/// Calls f(step, propagation) for the training step of plan `p` with loss `loss` under `o`.
+template <class Plan, class F>
+void with_step(const Plan& p, model::tensor_id loss, const model::training_options& o, F f) {
+  const auto step = std::make_unique<decltype(model::training_step(p, loss, o))>(model::training_step(p, loss, o));
   const auto r = runtime::propagate(*step);
   REQUIRE(r->ok());
   f(*step, *r);
+}
+template <class Model, class F>
+void with_step(const Model& m, const model::training_options& o, F f) {
+  with_step(m.plan, m.loss, o, f);
 }
 
 template <class Model>
@@ -94,6 +98,30 @@ TEST_CASE("step simulator: gradients accumulated over micro-batches, reduced onc
   so.micro_batches = 4;
   so.necessity = false;  // (the same reshards as the ZeRO 2 case above, where each is checked)
   check_ok(simulate_model(*gpt(process_mesh({2, 2}), {.dp = 0, .tp = 1, .sp = true}), o, so));
+}
+
+TEST_CASE("step simulator: an input a grad operator reads for its shape alone moves nothing") {
+  // h split on dim 0, s = sum(h) over dim 0 (partial, all-reduced for the add). sum_grad reads
+  // h for its shape alone, beside s's replicated gradient: nothing moves for it (an all-gather
+  // was listed, whose removal changed nothing), and the step matches (the simulator gives such
+  // operands NaNs).
+  const process_mesh mesh({2});
+  auto p = std::make_unique<model::plan<16, 8>>(mesh, semantics::phi);
+  const auto x = p->tensor("x", {8, 8, 16}, {0, -1, -1});
+  const auto h = p->tensor("h", {8, 8, 16}), s = p->tensor("s", {1, 8, 16}), o = p->tensor("o", {8, 8, 16});
+  const auto loss = p->tensor("loss", {8, 8, 16});
+  p->op<"multiply">({x, p->parameter("g", {16})}, {h});
+  p->op<"sum">({h}, {s}, {.axis = {0}, .keep_dim = true});
+  p->op<"add">({h, s}, {o});
+  p->op<"multiply">({o, p->parameter("head", {16})}, {loss});
+  with_step(*p, loss, {}, [](const auto& step, const auto& r) {
+    for (std::size_t e = 0; e < r.reshard_entries(); ++e) {
+      const auto& x_ = r.reshard_at(e);
+      INFO("reshard read by " << step.op_at(x_.op).rule << " operand " << x_.operand);
+      CHECK(((step.op_at(x_.op).shape_only >> x_.operand) & 1) == 0);
+    }
+    check_ok(sim::simulate(step, r));
+  });
 }
 
 constexpr models::llama_config tiny_llama{.hidden_size = 16, .intermediate_size = 24, .num_hidden_layers = 2,
@@ -210,7 +238,11 @@ tensor_dist_attr random_layout(const process_mesh& mesh, std::size_t rank, bool 
 }
 
 /// A random training step's forward plan: an activation [8, 8, 16] through random operators, in
-/// a repeated block now and then; weights and some activations annotated at random.
+/// a repeated block now and then; weights and some activations annotated at random. (No operator
+/// makes a later one's input irrelevant or constant, or a reshard of it would rightly change no
+/// result, and be reported so: a layer norm after a softmax would see equal means, a softmax
+/// over another dim than the last ignore a layer norm's bias, a softmax or a norm a sum over the
+/// last dim added back.)
 struct generated_plan {
   std::unique_ptr<step_plan> plan;
   tensor_id loss{};
@@ -242,7 +274,16 @@ generated_plan make(std::mt19937& g) {
   };
   const int n_ops = 2 + pick(4);
   std::vector<int> kinds;
-  for (int i = 0; i < n_ops; ++i) kinds.push_back(pick(9));
+  for (int i = 0; i < n_ops; ++i) kinds.push_back(pick(13));
+  // A layer norm reading a softmax's rows (through operators that keep the rows' sums equal: a
+  // relu of positive values, a scale, an assign, a sum over dim 0 added back, transposes; in a
+  // block, around from the run before) would see equal means: an rms norm instead.
+  bool equal_row_sums = false;
+  for (int round = 0; round < 2; ++round)
+    for (auto& k : kinds) {
+      if (k == 5 && equal_row_sums) k = 9;
+      equal_row_sums = k == 4 || (equal_row_sums && (k == 1 || k == 6 || k == 8 || k == 10 || k == 11));
+    }
   const auto layer = [&](step_plan& b, tensor_id x) {
     tensor_id cur = x;
     for (const int k : kinds) {
@@ -260,7 +301,22 @@ generated_plan make(std::mt19937& g) {
         }
         case 6: b.op<"scale">({cur}, {o}, {.scale = 0.5, .bias = 0.25}); break;
         case 7: b.op<"multiply">({cur, param("g", {16})}, {o}); break;
-        default: b.op<"assign">({cur}, {maybe("point", act, true)}); continue;  // a reshard point
+        case 9: b.op<"rms_norm">({cur, param("rms.w", {16})}, {o, b.tensor("invvar", {8, 8})}); break;
+        case 10: {  // a reduction kept as a dim of 1, broadcast back
+          const auto s = b.tensor("sum", {1, 8, 16});
+          b.op<"sum">({cur}, {s}, {.axis = {0}, .keep_dim = true});
+          b.op<"add">({cur, s}, {o});
+          break;
+        }
+        case 11: {
+          const auto t = b.tensor("t", {8, 16, 8});
+          b.op<"transpose">({cur}, {t}, {.perm = {0, 2, 1}});
+          b.op<"transpose">({t}, {o}, {.perm = {0, 2, 1}});
+          break;
+        }
+        case 12: b.op<"swiglu">({cur, x}, {o}); break;
+        case 8: b.op<"assign">({cur}, {maybe("point", act, true)}); continue;  // a reshard point
+        default: throw std::logic_error("no such kind");
       }
       cur = o;
     }

@@ -376,3 +376,45 @@ constexpr auto long_chain() {
 }
 constexpr auto chain = model::verified<long_chain>();
 static_assert(chain.ok() && chain.count() == 0 && chain.dims_mapping({600}) == dims_mapping{0, 1});
+
+// ==== a co-shard moving whole is one all-to-all; a reshard's collectives listed as they run ========
+// On [2, 2, 2] (phi), x [8, 8, 16] float32 split [[0, 2], [1], []] read as [[], [], [0, 2]]: mesh
+// dims 0 and 2 move together from dim 0 to dim 2, one all-to-all over their 4 devices on the
+// local 2 x 4 x 16 part (3/4 of 512 bytes), then mesh dim 1's all-gather (of 8 x 4 x 4: 512).
+constexpr process_mesh cube({2, 2, 2});
+constexpr auto co_shard_move() {
+  small_plan p(cube, semantics::phi);
+  auto x = p.tensor("x", {8, 8, 16}, tensor_dist_attr(cube, multi_dims_mapping{{0, 2}, {1}, {}}));
+  p.op<"assign">({x}, {p.tensor("y", {8, 8, 16}, tensor_dist_attr(cube, multi_dims_mapping{{}, {}, {0, 2}}))});
+  return p;
+}
+constexpr auto whole = model::verified<co_shard_move>();
+static_assert(whole.reshard_entries() == 2 && whole.reshard_at(0).kind == collective::all_to_all &&
+              whole.reshard_at(0).group == 0b101 && whole.reshard_at(0).bytes == 3 * 512 / 4);
+static_assert(whole.reshard_at(1).kind == collective::all_gather && whole.reshard_at(1).bytes == 512);
+// Mesh dims reordered on one tensor dim ([[0, 1]] -> [[1, 0]]) are no such move: each device
+// receives all of its new part (4 x 4 bytes), none being the part of the old order it holds.
+constexpr auto reorder() {
+  small_plan p(cube, semantics::phi);
+  auto x = p.tensor("x", {16}, tensor_dist_attr(cube, multi_dims_mapping{{0, 1}}));
+  p.op<"assign">({x}, {p.tensor("y", {16}, tensor_dist_attr(cube, multi_dims_mapping{{1, 0}}))});
+  return p;
+}
+constexpr auto reordered = model::verified<reorder>();
+static_assert(reordered.reshard_entries() == 1 && reordered.reshard_at(0).kind == collective::all_to_all &&
+              reordered.reshard_at(0).group == 0b011 && reordered.reshard_at(0).bytes == 16);
+// Partial over both dims of [2, 4], read split over mesh dim 0: the all-reduce over mesh dim 1
+// runs (and is listed) before the reduce-scatter over mesh dim 0, on the whole 8 x 8 (256 bytes).
+constexpr auto reduce_then_scatter() {
+  small_plan p(mesh);
+  tensor_dist_attr a(mesh, dims_mapping{-1, -1});
+  a.set_partial_status({0, 1});
+  auto y = p.tensor("y", {8, 8}, a);
+  p.op<"assign">({y}, {p.tensor("z", {8, 8}, {0, -1})});
+  return p;
+}
+constexpr auto ordered = model::verified<reduce_then_scatter>();
+static_assert(ordered.reshard_entries() == 2 && ordered.reshard_at(0).kind == collective::all_reduce &&
+              ordered.reshard_at(0).mesh_dim == 1 && ordered.reshard_at(0).bytes == 2 * 3 * 256 / 4);
+static_assert(ordered.reshard_at(1).kind == collective::reduce_scatter && ordered.reshard_at(1).mesh_dim == 0 &&
+              ordered.reshard_at(1).bytes == 256 / 2);

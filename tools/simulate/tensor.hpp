@@ -132,6 +132,13 @@ inline tensor random_tensor(const shape_t& shape, rng& r, double lo = -2.0, doub
   return t;
 }
 
+/// The largest |entry| (0 for no entries).
+inline double magnitude(const tensor& t) {
+  double m = 0;
+  for (double v : t.data) m = std::max(m, std::abs(v));
+  return m;
+}
+
 /// `len` entries of dim `dim` from `start`.
 inline tensor slice(const tensor& t, std::size_t dim, std::int64_t start, std::int64_t len) {
   if (dim >= t.shape.size() || start < 0 || len < 0 || start + len > t.shape[dim])

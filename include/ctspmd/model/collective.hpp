@@ -13,12 +13,14 @@
 /// unknown until run time (-1) give -1 bytes. A tensor partial (with one reduce type) over
 /// several mesh dims that it needs replicated on them is one all-reduce over their product group
 /// (n the product of their sizes: a gradient reduced over dp and cp at once); so is one it needs
-/// split on one tensor dim over them (a co-shard) one reduce-scatter, and one split on one
-/// tensor dim over several mesh dims that it needs replicated on them one all-gather (ZeRO's
-/// shard over dp x cp). When none of a reshard's collectives can run alone (a co-shard's mesh
-/// dims change order: no device group of one of them holds what it needs, `reachable`), those
-/// left are one all-to-all over their product group, each device receiving what it lacks of its
-/// new part (`received_bytes`: all of it where its new block lies outside its old one).
+/// split on one tensor dim over them (a co-shard) one reduce-scatter, one split on one tensor dim
+/// over several mesh dims that it needs replicated on them one all-gather (ZeRO's shard over dp x
+/// cp), and one it needs split so on another tensor dim one all-to-all. When none of a reshard's
+/// collectives can run alone (a co-shard's mesh dims change order: no device group of one of them
+/// holds what it needs, `reachable`), those left are one all-to-all over their product group,
+/// each device receiving what it lacks of its new part (`received_bytes`: all of it where its new
+/// block lies outside its old one). A reshard's collectives run in the order `execution_rank`
+/// gives, which the report keeps.
 
 #include <cstddef>
 #include <cstdint>
@@ -94,18 +96,25 @@ constexpr collective classify(mesh_dim_state from, mesh_dim_state to) {
 /// The mesh dims one collective of `kind` on mesh dim m takes with m (bits, m's included): with
 /// an all-reduce, the later mesh dims partial alike that are needed replicated; with a
 /// reduce-scatter, those partial alike needed split on the same tensor dim (a co-shard); with an
-/// all-gather, those splitting the same tensor dim that are needed as m is. One collective over
+/// all-gather, those splitting the same tensor dim that are needed as m is; with an all-to-all,
+/// those splitting the same tensor dim that are needed splitting the same other one (a co-shard
+/// moving whole; mesh dims reordered on one tensor dim are not such a move). One collective over
 /// their product group (see the file comment).
 constexpr std::uint32_t product_group(const tensor_dist_attr& from, const tensor_dist_attr& to, std::int64_t m,
                                       collective kind) {
   std::uint32_t group = std::uint32_t{1} << m;
-  if (kind != collective::all_reduce && kind != collective::reduce_scatter && kind != collective::all_gather) return group;
+  if (kind == collective::local_slice || kind == collective::local_partial || kind == collective::send_recv) return group;
   const auto a = state_on(from, m), b = state_on(to, m);
   for (std::int64_t k = m + 1; k < from.process_mesh().ndim(); ++k) {
     const auto ak = state_on(from, k), bk = state_on(to, k);
     if (ak == bk || classify(ak, bk) != kind) continue;
-    const bool alike = kind == collective::all_gather ? ak.value == a.value && bk == b
-                                                      : ak == a && (kind == collective::all_reduce || bk.value == b.value);
+    bool alike = false;
+    if (kind == collective::all_gather)
+      alike = ak.value == a.value && bk == b;
+    else if (kind == collective::all_to_all)
+      alike = ak.value == a.value && bk.value == b.value && a.value != b.value;
+    else
+      alike = ak == a && (kind == collective::all_reduce || bk.value == b.value);
     if (alike) group |= std::uint32_t{1} << k;
   }
   return group;

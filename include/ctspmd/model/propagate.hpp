@@ -128,7 +128,8 @@ class propagation {
   }
   constexpr ctspmd::dims_mapping dims_mapping(tensor_id t) const { return attr(t).dims_mapping(); }
 
-  /// The distinct reshards (each with its occurrence count `times`).
+  /// The distinct reshards (each with its occurrence count `times`); one operand's collectives
+  /// are listed in the order they run (model/collective.hpp: `execution_rank`).
   constexpr std::size_t reshard_entries() const noexcept { return reshard_count_; }
   constexpr const reshard& reshard_at(std::size_t i) const {
     if (i >= reshard_count_)
@@ -599,6 +600,8 @@ class propagator {
     tensor_dist_attr cur = from, next;
     std::uint32_t done = 0;
     std::array<bool, max_mesh_ndim> ran{};
+    std::array<size_t, max_mesh_ndim> order{};  // todo's indices as they run: the report's order
+    size_t ordered = 0;
     for (size_t left = count; left > 0; --left) {
       size_t pick = count;
       for (int rank = 0; rank <= 5 && pick == count; ++rank)
@@ -614,10 +617,10 @@ class propagator {
             if (first == count) first = k;
             all |= todo[k].group;
             ran[k] = true;
-            todo[k].n = 0;  // runs with `first`
           }
         todo[first] = {todo[first].m, collective::all_to_all, all, group_size(mesh, all), 0};
         todo[first].bytes = received_bytes(p_.tensor_at(tensor).shape, p_.tensor_at(tensor).element_bytes, cur, to);
+        order[ordered++] = first;
         break;
       }
       todo[pick].bytes = reshard_bytes(todo[pick].kind, p_.tensor_at(tensor).shape, p_.tensor_at(tensor).element_bytes,
@@ -625,10 +628,10 @@ class propagator {
       ran[pick] = true;
       done |= todo[pick].group;
       cur = next;
+      order[ordered++] = pick;
     }
-    for (size_t k = 0; k < count; ++k) {
-      if (todo[k].n == 0) continue;  // in another's all-to-all
-      const auto [m, kind, group, n, bytes] = todo[k];
+    for (size_t k = 0; k < ordered; ++k) {
+      const auto [m, kind, group, n, bytes] = todo[order[k]];
       const std::int64_t number =
           block < 0 ? -1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block)).number(static_cast<size_t>(block)));
       const record r{op,    operand, on_output, tensor, m,         kind, bytes, group, 1, number, p_.op_at(op).phase,
@@ -754,7 +757,7 @@ class propagator {
       const auto t = op.inputs[k];
       if (!o.known_[t])  // a tensor nobody annotated or wrote: it takes what its first consumer needs
         write(t, (*need)[k]);
-      else
+      else if (k >= 32 || ((op.shape_only >> k) & 1) == 0)  // (one read for its shape alone moves nothing)
         add_reshards(i, k, false, t, attrs(t), (*need)[k], block);
       if (k < op.saved.size() && op.saved[k] != 0xffff) write(op.saved[k], (*need)[k]);  // as read
     }
