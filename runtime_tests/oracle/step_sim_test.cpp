@@ -10,6 +10,7 @@
 
 #include <ctspmd/models/gpt.hpp>
 #include <ctspmd/models/llama.hpp>
+#include <ctspmd/models/mixtral.hpp>
 
 #include <doctest/doctest.h>
 
@@ -124,6 +125,50 @@ TEST_CASE("step simulator: an input a grad operator reads for its shape alone mo
   });
 }
 
+TEST_CASE("step simulator: a 1F1B pipeline of 4 stages and 4 micro-batches, tensor parallel in each stage") {
+  // (Untied: GPT-2's tied head on the last stage and embedding on the first add their gradients,
+  // a send between stages 3 and 0 the pipeline report does not list; see below.)
+  constexpr models::gpt_config four_layers{
+      .n_embd = 16, .n_layer = 4, .n_head = 4, .n_positions = 8, .vocab_size = 32, .tie_word_embeddings = false};
+  const auto m = std::make_unique<gpt_model>(
+      models::gpt(four_layers, process_mesh({4, 2}), {.tp = 1, .pp = 0}, {.seq = 8, .micro_batch = 2}));
+  sim::options so;
+  so.pipeline.emplace();
+  so.pipeline->mesh_dim = 0;
+  so.pipeline->micro_batches = 4;
+  so.pipeline->schedule = model::pipeline_schedule::one_f_one_b;
+  so.necessity = false;  // (the tensor-parallel reshards are those of the cases above)
+  model::training_options o;
+  o.master_weights = true;
+  const auto res = simulate_model(*m, o, so);
+  check_ok(res);
+  // 3 boundaries, each a forward and a backward send per micro-batch: 24, counted with the rest.
+  CHECK(res.collectives >= 24);
+  // A stage map the pipeline refuses is an error naming why.
+  so.pipeline->stage_layers = {1, 2, 1, 0};
+  CHECK(simulate_model(*m, o, so).error.find("stage_layers[3] is 0") != std::string::npos);
+  so.pipeline->stage_layers = {};
+  // Tied, the head's gradient of the embedding goes from the last stage to the first each
+  // micro-batch, and the report lists no such send.
+  constexpr models::gpt_config tied{.n_embd = 16, .n_layer = 4, .n_head = 4, .n_positions = 8, .vocab_size = 32};
+  const auto t = std::make_unique<gpt_model>(models::gpt(tied, process_mesh({4, 2}), {.tp = 1, .pp = 0}, {.seq = 8, .micro_batch = 2}));
+  const auto unlisted = simulate_model(*t, o, so);
+  INFO(unlisted.summary());
+  CHECK(unlisted.mismatch.empty());
+  CHECK(!unlisted.bytes_match);
+  CHECK(unlisted.summary().find("from stage 3 to stage 0: a send the report does not list") != std::string::npos);
+}
+
+TEST_CASE("step simulator: a pipeline that is none is an error naming why") {
+  const auto m = gpt(process_mesh({2, 2}), {.dp = 0, .tp = 1});
+  sim::options so;
+  so.pipeline.emplace();  // dp splits the batch over mesh dim 0
+  so.pipeline->mesh_dim = 0;
+  so.pipeline->micro_batches = 2;
+  const auto res = simulate_model(*m, {}, so);
+  CHECK(res.error.find("split or partial over the pipeline's mesh dim 0") != std::string::npos);
+}
+
 constexpr models::llama_config tiny_llama{.hidden_size = 16, .intermediate_size = 24, .num_hidden_layers = 2,
                                           .num_attention_heads = 4, .num_key_value_heads = 2, .vocab_size = 32,
                                           .max_position_embeddings = 64};
@@ -163,6 +208,22 @@ struct doctored {
     return a;
   }
 };
+
+TEST_CASE("step simulator: Mixtral, experts over all-to-alls with capacity, beside data and tensor parallelism") {
+  // 4 experts, 2 a token, capacity factor 1: tokens over capacity are dropped, each device
+  // routing its own tokens into its own slots (the reference routes the same blocks).
+  const models::mixtral_config tiny_mixtral{tiny_llama, 4, 2};
+  const models::layout layouts[] = {{.dp = 0, .ep = 1}, {.tp = 0, .ep = 1}};
+  for (const auto& l : layouts) {
+    INFO("dp " << l.dp << " tp " << l.tp << " ep " << l.ep);
+    using mixtral_model = models::built_model<models::mixtral_plan>;
+    const auto m = std::make_unique<mixtral_model>(models::mixtral(tiny_mixtral, process_mesh({2, 2}), l, {.seq = 8, .micro_batch = 2}));
+    model::training_options o;
+    o.shard_optimizer_states_on = l.dp;
+    o.zero_stage = l.dp >= 0 ? 1 : 0;
+    check_ok(simulate_model(*m, o));
+  }
+}
 
 TEST_CASE("step simulator: a doctored report is caught") {
   const auto m = gpt(process_mesh({2, 2}), {.dp = 0, .tp = 1, .sp = true});
@@ -380,7 +441,7 @@ TEST_CASE("step simulator: ctspmd-infer's \"simulate\": true proves a training s
       R"json({"plan": {"mesh": [2, 4], "mesh_names": ["dp", "mp"], "tensors": [{"name": "x", "shape": [8, 16], "dims_mapping": [0, -1]}, {"name": "w1", "shape": [16, 32], "dims_mapping": [-1, 1], "parameter": true}, {"name": "h", "shape": [8, 32]}, {"name": "g", "shape": [8, 32]}, {"name": "w2", "shape": [32, 16], "dims_mapping": [1, -1], "parameter": true}, {"name": "y", "shape": [8, 16]}, {"name": "z", "shape": [8, 16], "dims_mapping": [0, -1]}], "operators": [{"op": "matmul", "inputs": ["x", "w1"], "outputs": ["h"], "label": "fc1"}, {"op": "gelu", "inputs": ["h"], "outputs": ["g"]}, {"op": "matmul", "inputs": ["g", "w2"], "outputs": ["y"], "label": "fc2"}, {"op": "assign", "inputs": ["y"], "outputs": ["z"], "label": "fc2.reduce"}], "training": {"loss": "z", "shard_optimizer_states_on": "dp", "zero_stage": 3, "master_weights": true}}, "simulate": true})json",
       R"json({"plan": {"mesh": [2, 4], "mesh_names": ["dp", "mp"], "tensors": [{"name": "x", "shape": [8, 64], "partition_spec": "P('dp')"}, {"name": "out", "shape": [8, 64]}], "operators": [{"repeat": {"count": 3, "source": "x", "input": "h", "tensors": [{"name": "w", "shape": [64, 64], "partition_spec": "P(None, 'mp')", "parameter": true}, {"name": "a", "shape": [8, 64]}, {"name": "b", "shape": [8, 64], "partition_spec": "P('dp')"}], "operators": [{"op": "matmul", "inputs": ["h", "w"], "outputs": ["a"]}, {"op": "relu", "inputs": ["a"], "outputs": ["b"]}], "output": "b"}}, {"op": "relu", "inputs": ["b"], "outputs": ["out"]}], "training": {"loss": "out"}}, "simulate": true})json",
       R"json({"plan": {"mesh": [2, 2], "tensors": [{"name": "x", "shape": [4, 6, 8], "dims_mapping": [0, -1, 1]}, {"name": "w", "shape": [8], "parameter": true}, {"name": "h", "shape": [4, 6, 8]}, {"name": "s", "shape": [4, 8]}, {"name": "m", "shape": [4, 1, 8]}, {"name": "e", "shape": [4, 8]}, {"name": "loss", "shape": [4, 8]}], "operators": [{"op": "multiply", "inputs": ["x", "w"], "outputs": ["h"]}, {"op": "sum", "inputs": ["h"], "outputs": ["s"], "attrs": {"axis": [1]}}, {"op": "mean", "inputs": ["h"], "outputs": ["m"], "attrs": {"axis": [1], "keep_dim": true}}, {"op": "squeeze", "inputs": ["m"], "outputs": ["e"], "attrs": {"axis": [1]}}, {"op": "subtract", "inputs": ["s", "e"], "outputs": ["loss"]}], "training": {"loss": "loss"}}, "simulate": true})json",
-      // a pipeline's 4 micro-batches accumulated
+      // a pipeline of 2 stages: its sends, its 4 micro-batches accumulated
       R"json({"plan": {"mesh": [2, 2], "mesh_names": ["pp", "mp"], "tensors": [{"name": "x", "shape": [8, 16], "dims_mapping": [-1, -1]}, {"name": "out", "shape": [8, 16]}], "operators": [{"repeat": {"count": 4, "source": "x", "input": "h", "tensors": [{"name": "w", "shape": [16, 32], "dims_mapping": [-1, 1], "parameter": true}, {"name": "a", "shape": [8, 32]}, {"name": "g", "shape": [8, 32]}, {"name": "w2", "shape": [32, 16], "dims_mapping": [1, -1], "parameter": true}, {"name": "b", "shape": [8, 16]}, {"name": "c", "shape": [8, 16], "dims_mapping": [-1, -1]}], "operators": [{"op": "matmul", "inputs": ["h", "w"], "outputs": ["a"]}, {"op": "gelu", "inputs": ["a"], "outputs": ["g"]}, {"op": "matmul", "inputs": ["g", "w2"], "outputs": ["b"]}, {"op": "assign", "inputs": ["b"], "outputs": ["c"]}], "output": "c"}}, {"op": "relu", "inputs": ["c"], "outputs": ["out"]}], "training": {"loss": "out", "master_weights": true}, "pipeline": {"mesh_dim": "pp", "micro_batches": 4, "schedule": "1f1b"}}, "simulate": true})json",
   };
   for (const auto& line : lines) {

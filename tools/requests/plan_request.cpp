@@ -409,8 +409,11 @@ class plan_reader {
     if (elements > simulation_elements)
       bad_request("simulate: the plan holds " + std::to_string(elements) + " elements (each tensor once per run of its "
                   "block), more than the simulator's " + std::to_string(simulation_elements) + ": simulate it at smaller sizes");
-    ctspmd_oracle::step::options o;  // a pipeline's micro-batches accumulate (its stages are not simulated)
-    if (request_.contains("pipeline")) o.micro_batches = read_pipeline(request_.at("pipeline")).micro_batches;
+    ctspmd_oracle::step::options o;  // a pipeline: its stages and sends, its micro-batches accumulated
+    if (request_.contains("pipeline")) {
+      o.pipeline = read_pipeline(request_.at("pipeline"));
+      o.micro_batches = o.pipeline->micro_batches;
+    }
     if (o.micro_batches < 1) bad_request("simulate: pipeline.micro_batches must be positive");
     if (ctspmd::detail::saturating_product(elements, o.micro_batches) > simulation_elements)
       bad_request("simulate: the plan's " + std::to_string(elements) + " elements times its " +

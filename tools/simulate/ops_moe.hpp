@@ -82,7 +82,8 @@ inline std::vector<tensor> moe_gate_dispatch_grad(const tensor& cw, const tensor
   return {x_grad, gate_grad};
 }
 
-/// moe_combine: y [S,H], y[s] = sum_j combine_weights[s,j] * x[scatter_index[s,j]] (x [R,H]).
+/// moe_combine: y [S,H], y[s] = sum_j combine_weights[s,j] * x[scatter_index[s,j]] (x [R,H]);
+/// a dropped token's (index -1) adds nothing.
 inline tensor moe_combine(const tensor& x, const tensor& cw, const tensor& si) {
   if (x.rank() != 2 || cw.rank() != 2 || si.shape != cw.shape) throw oracle_error("moe_combine of mismatched shapes");
   const std::int64_t S = cw.shape[0], k = cw.shape[1], H = x.shape[1];
@@ -90,6 +91,7 @@ inline tensor moe_combine(const tensor& x, const tensor& cw, const tensor& si) {
   for (std::int64_t s = 0; s < S; ++s)
     for (std::int64_t j = 0; j < k; ++j) {
       const auto r = as_index(si[{s, j}]);
+      if (r < 0) continue;  // dropped: over its expert's capacity
       for (std::int64_t h = 0; h < H; ++h) y[{s, h}] += cw[{s, j}] * x[{r, h}];
     }
   return y;
@@ -105,6 +107,7 @@ inline std::vector<tensor> moe_combine_grad(const tensor& x, const tensor& cw, c
   for (std::int64_t s = 0; s < S; ++s)
     for (std::int64_t j = 0; j < k; ++j) {
       const auto r = as_index(si[{s, j}]);
+      if (r < 0) continue;
       for (std::int64_t h = 0; h < H; ++h) {
         x_grad[{r, h}] += grad_y[{s, h}] * cw[{s, j}];
         cw_grad[{s, j}] += grad_y[{s, h}] * x[{r, h}];

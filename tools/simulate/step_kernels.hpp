@@ -37,6 +37,7 @@
 #include "ops.hpp"
 #include "ops_attention_contraction.hpp"
 #include "ops_elementwise_norms.hpp"
+#include "ops_moe.hpp"
 #include "ops_optimizer_data_parallel.hpp"
 #include "ops_reduction_softmax_grads.hpp"
 #include "ops_rope.hpp"
@@ -52,6 +53,9 @@ struct kernel_call {
   const ctspmd::runtime::attribute_map* attrs = nullptr;
   std::vector<ctspmd::tensor_dist_attr> in, out;
   std::vector<shape_t> in_shapes, out_shapes;
+  /// (The one-device reference of a mixture-of-experts operator) its inputs' layouts in the
+  /// sharded run, whose devices each route their own tokens: the reference routes the same blocks.
+  std::vector<ctspmd::tensor_dist_attr> sharded_in;
 
   const ctspmd::process_mesh& mesh() const { return in.at(0).process_mesh(); }
   template <class T>
@@ -240,6 +244,48 @@ inline step_kernel reduction_grad(ops::reduction_grad_kind kind) {
   });
 }
 
+/// A mixture-of-experts kernel: each device routes its own tokens into its own slots (a capacity
+/// dim is split like the tokens). `f(call, inputs, blocks)` runs on each of the `blocks` blocks
+/// of a device's tokens (the reference: as many as the sharded run's devices split them into,
+/// input `by`'s dim `cut[by]` in `kernel_call::sharded_in`; a device of the sharded run: 1), on
+/// each input cut along `cut[i]` (-1: whole); the outputs are put back in block order along
+/// `glue[o]` (-1: summed). Index outputs (scatter_index) hold each block's own indices.
+template <class F>
+step_kernel by_token_blocks(std::size_t by, std::vector<int> cut, std::vector<int> glue, F f) {
+  return each_device([=](const kernel_call& c, const shape_t&, const std::vector<tensor>& in) {
+    const auto blocks = c.sharded_in.empty() ? 1 : c.sharded_in.at(by).parts(to_size(cut.at(by)));
+    std::vector<std::vector<tensor>> parts(glue.size());
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      std::vector<tensor> block;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        if (cut.at(i) < 0) {
+          block.push_back(in[i]);
+          continue;
+        }
+        const auto d = to_size(cut[i]);
+        if (in[i].shape.at(d) % blocks != 0)
+          throw oracle_error(std::string(c.rule) + ": input " + std::to_string(i) + " does not split into the token blocks");
+        const auto len = in[i].shape[d] / blocks;
+        block.push_back(slice(in[i], d, b * len, len));
+      }
+      auto out = f(c, block, blocks);
+      for (std::size_t o = 0; o < glue.size(); ++o) parts[o].push_back(std::move(out.at(o)));
+    }
+    std::vector<tensor> out;
+    for (std::size_t o = 0; o < glue.size(); ++o) {
+      if (glue[o] >= 0) {
+        out.push_back(concat(parts[o], to_size(glue[o])));
+        continue;
+      }
+      tensor sum = parts[o][0];
+      for (std::size_t b = 1; b < parts[o].size(); ++b)
+        for (std::size_t e = 0; e < sum.data.size(); ++e) sum.data[e] += parts[o][b].data[e];
+      out.push_back(std::move(sum));
+    }
+    return out;
+  });
+}
+
 inline step_kernel binary(double (*f)(double, double)) {
   return simple([f](const std::vector<tensor>& in) {
     return ops::elementwise({in[0], in[1]}, [f](const std::vector<double>& a) { return f(a[0], a[1]); });
@@ -411,6 +457,23 @@ inline const std::map<std::string, step_kernel, std::less<>>& table() {
        })},
       {"c_embedding_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
          return v{ops::embedding_grad(in[1], in[2], in[0].shape.at(0), -1, row_offset(c.in[0], at, in[0].shape.at(0)))};
+       })},
+      // Mixture of experts (ops_moe.hpp): x, gate_logits -> y [E, C, H], combine_weights, scatter_index
+      // [k, S], expert_offset (summed over blocks), expert_id; each block of tokens its own
+      // capacity / (its devices' blocks) slots.
+      {"moe_gate_dispatch", by_token_blocks(0, {0, 0}, {1, 0, 1, -1, 0}, [](const kernel_call& c, const v& in, std::int64_t blocks) {
+         const auto capacity = c.get<std::int64_t>("capacity") / (c.in.at(0).parts(0) * blocks);
+         const auto r = ops::moe_gate_dispatch(in[0], in[1], c.get<std::int64_t>("k"), capacity);
+         return v{r.y, r.combine_weights, r.scatter_index, r.expert_offset, r.expert_id};
+       })},
+      {"moe_gate_dispatch_grad", by_token_blocks(0, {0, 1, 0, 1, 0}, {0, 0}, [](const kernel_call&, const v& in, std::int64_t) {
+         return ops::moe_gate_dispatch_grad(in[0], in[1], in[2], in[3], in[4]);
+       })},
+      {"moe_combine", by_token_blocks(1, {0, 0, 0}, {0}, [](const kernel_call&, const v& in, std::int64_t) {
+         return v{ops::moe_combine(in[0], in[1], in[2])};
+       })},
+      {"moe_combine_grad", by_token_blocks(1, {0, 0, 0, 0}, {0, 0, 0}, [](const kernel_call&, const v& in, std::int64_t) {
+         return ops::moe_combine_grad(in[0], in[1], in[2], in[3]);
        })},
       {"c_softmax_with_cross_entropy", [](const kernel_call& c, const device_tensors& in) {
          return c_softmax_cross_entropy(c.in[0], c.get<std::int64_t>("ignore_index"), in);

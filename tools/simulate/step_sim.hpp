@@ -42,8 +42,16 @@
 //   differences of the forward pass give (relative 1e-6).
 // - Micro-batches (`options::micro_batches`, each the plan's batch with its own data): the
 //   passes before the optimizer run once a micro-batch, each device summing, in the layout it
-//   holds them in, the gradients the optimizer reads; the optimizer then runs once. (A pipeline's
-//   stages are not simulated: every device of its mesh dim runs every layer.)
+//   holds them in, the gradients the optimizer reads; the optimizer then runs once.
+// - Pipelines (`options::pipeline`, model/pipeline.hpp): each operator runs on a stage's devices,
+//   those of its coordinate on the pipeline's mesh dim: the block's runs (layers) and their
+//   backward passes on the stages the report gives them, what comes before the block on the
+//   first stage and what comes after on the last (backward mirrored), an optimizer operator
+//   where its gradient was computed. A tensor read on another stage than the one that computed it
+//   is sent there, point to point between neighbours (each device to the one with the same other
+//   coordinates), and only so; the sends of each stage and their bytes must be the report's.
+//   The micro-batches run one after another: a schedule (1F1B, GPipe) changes when each stage
+//   works on which, not what it computes, so the sums differ by rounding only.
 //
 // Tolerance: float64, relative 1e-9 of the largest magnitude that flowed into each tensor in the
 // reference: its own, its operator's inputs' and theirs in turn (shape-only inputs aside). A
@@ -82,6 +90,9 @@ struct options {
   /// backward passes run once each, their gradients summed where the optimizer reads them, then
   /// the optimizer once.
   std::int64_t micro_batches = 1;
+  /// A pipeline (model/pipeline.hpp): its block's layers run on their stages' devices, and
+  /// `micro_batches` is its `micro_batches`.
+  std::optional<ctspmd::model::pipeline_options> pipeline{};
   double tolerance = 1e-9;
 };
 
@@ -128,6 +139,10 @@ struct key {
 struct held {
   std::vector<tensor> locals;
   tensor_dist_attr attr;
+  /// (A pipeline) the stage whose devices computed it, or -1 (a plan input: every stage has
+  /// it), and the stages it was sent to, a bit each.
+  std::int64_t stage = -1;
+  std::uint64_t sent_to = 0;
 };
 
 inline shape_t shape_of(const ctspmd::tensor_shape& s, const std::string& name) {
@@ -316,6 +331,7 @@ class simulator {
       entries_[{x.op, x.operand, x.on_output}].push_back(e);
     }
     for (std::size_t i = 0; i < p.op_count(); ++i) attrs_.push_back(ctspmd::runtime::operator_attributes(p.op_at(i)));
+    if (o_.pipeline) place_stages();
   }
 
   result run() {
@@ -358,6 +374,7 @@ class simulator {
           break;
         }
     }
+    if (split_ >= 0) check_sends(sharded, out);
     out.bytes_match = out.byte_mismatches.empty();
     if (o_.necessity && out.mismatch.empty())
       for (std::size_t e = 0; e < r_.reshard_entries(); ++e) {
@@ -380,6 +397,10 @@ class simulator {
     /// must hold.
     std::map<key, std::optional<tensor_dist_attr>> promised;
     std::map<std::size_t, std::vector<std::int64_t>> sent;  ///< per reshard entry, per occurrence
+    /// (A pipeline) per stage, the sends it made; the bytes of each send.
+    std::map<std::int64_t, std::int64_t> sends;
+    std::vector<std::int64_t> send_bytes;
+    std::vector<std::string> stray_sends;  ///< between stages that are not neighbours
     /// (The reference's) the largest magnitude that flowed into each tensor: its own, its
     /// operator's inputs' and theirs in turn. Differences are relative to it.
     std::map<key, double> scale;
@@ -652,9 +673,11 @@ class simulator {
       }
     }
     for (auto k : unknown) value(s, op.inputs[k], sharded, &need.inputs[k]);
+    const std::int64_t at = sharded ? stage_of(s, i) : -1;
     for (std::size_t k = 0; k < op.inputs.size(); ++k) {
       const auto t = op.inputs[k];
       held h = value_of(s, t, sharded);
+      if (at >= 0 && (k >= 32 || ((op.shape_only >> k) & 1) == 0)) arrive(s, t, h, at);
       if (k < 32 && ((op.shape_only >> k) & 1) != 0) {
         // Read for its shape alone, in the layout the rule needs: nothing moves (propagate.hpp).
         // The kernel gets NaNs, so one that read the values would not match.
@@ -672,6 +695,11 @@ class simulator {
       if (k < op.saved.size() && op.saved[k] != ctspmd::model::detail::no_tensor) {
         const auto sk = key_of(op.saved[k]);
         s.values[sk] = h;
+        s.values[sk].stage = at;
+        s.values[sk].sent_to = 0;
+        if (at >= 0)
+          for (std::size_t d = 0; d < n_dev; ++d)
+            if (on_stage(d, at) != d) poison(s.values[sk].locals[d]);
         s.produced.insert(sk);
         if (sharded) s.promised[sk] = layout(op.saved[k], true);
       }
@@ -692,7 +720,14 @@ class simulator {
         param = p_.op_at(static_cast<std::size_t>(p_.tensor_at(param).producer)).inputs[0];
       gradients_.push_back({key_of(param), in[0][grad]});
     }
-    const auto out = kernel_of(op.rule)(call, in);
+    if (!sharded && op.rule.starts_with("moe_"))  // the reference routes the sharded run's blocks of tokens
+      for (auto t : op.inputs) call.sharded_in.push_back(r_.attr(ctspmd::model::tensor_id{t}));
+    if (at >= 0)  // the other stages' devices compute nothing: given the stage's inputs, their results are dropped
+      for (std::size_t d = 0; d < n_dev; ++d) in[d] = in[on_stage(d, at)];
+    auto out = kernel_of(op.rule)(call, in);
+    if (at >= 0)
+      for (std::size_t d = 0; d < n_dev; ++d)
+        if (on_stage(d, at) != d) poison(out[d]);
     double in_scale = 0;
     for (std::size_t k = 0; k < op.inputs.size() && !sharded; ++k)
       if (k >= 32 || ((op.shape_only >> k) & 1) == 0)
@@ -702,12 +737,118 @@ class simulator {
       if (!sharded) s.scale[key_of(t)] = std::max(in_scale, magnitude(out.at(0).at(k)));
       held h;
       h.attr = call.out[k];
+      h.stage = at;
       for (std::size_t d = 0; d < n_dev; ++d) h.locals.push_back(out.at(d).at(k));
       if (sharded && pins[k]) reshard(s, h, i, k, true, t, skip, &*pins[k]);
       const auto key = key_of(t);
       s.values[key] = std::move(h);
       s.produced.insert(key);
     }
+  }
+
+  // ---- a pipeline's stages (model/pipeline.hpp) ----
+  /// Checks the pipeline, and places its block's runs (layers) on their stages as the report
+  /// does: `stage_layers` or the even split, in chunks when interleaved (stage r's j-th chunk the
+  /// (j·p + r)-th, its layers' first n_r mod v chunks one layer longer).
+  void place_stages() {
+    const auto& po = *o_.pipeline;
+    if constexpr (requires { ctspmd::model::pipeline(p_, r_, po); }) {
+      split_ = ctspmd::model::detail::pipeline_block(p_, r_, po);  // an spmd_error if it is no pipeline
+      report_ = ctspmd::model::pipeline(p_, r_, po);
+    } else {
+      throw oracle_error("a pipeline is simulated with its propagation itself");
+    }
+    o_.micro_batches = po.micro_batches;
+    stages_ = p_.mesh().dim_size(po.mesh_dim);
+    const auto& b = p_.block_at(static_cast<std::size_t>(split_));
+    bool mapped = false;
+    for (auto n : po.stage_layers) mapped = mapped || n != 0;
+    const auto per_stage =
+        mapped ? po.stage_layers : ctspmd::model::detail::even_stage_layers(static_cast<std::int64_t>(b.count), stages_);
+    const std::int64_t v = po.schedule == ctspmd::model::pipeline_schedule::interleaved ? po.chunks : 1;
+    for (std::int64_t j = 0; j < v; ++j)
+      for (std::int64_t r = 0; r < stages_; ++r) {
+        const auto n = per_stage[to_size(r)];
+        for (std::int64_t l = 0; l < n / v + (j < n % v ? 1 : 0); ++l) layer_stage_.push_back(r);
+      }
+    for (std::size_t k = 0; k < p_.block_count(); ++k) {
+      const auto& x = p_.block_at(k);
+      if (x.mirror_of == split_) mirror_first_op_ = static_cast<std::int64_t>(x.first_op);
+      for (auto i = x.first_op; i < x.end_op; ++i) op_block_[i] = static_cast<std::int64_t>(k);
+    }
+  }
+  /// The stage operator i runs on (in the run executing), or -1 (no pipeline; an optimizer
+  /// operator that reads only plan inputs: every stage). The block's and its backward pass's on
+  /// their layer's; other forward operators on the first stage before the block, on the last
+  /// after it; backward ones mirrored; an optimizer operator where what it reads was computed.
+  std::int64_t stage_of(const run_state& s, std::size_t i) const {
+    if (split_ < 0) return -1;
+    const auto own = op_block_[i];
+    if (own >= 0 && static_cast<std::int64_t>(p_.block_at(to_size(own)).number(to_size(own))) == split_)
+      return layer_stage_.at(to_size(run_[to_size(split_)]));
+    const auto& op = p_.op_at(i);
+    const auto& b = p_.block_at(to_size(split_));
+    if (op.phase == ctspmd::model::phase::forward) return i < b.first_op ? 0 : stages_ - 1;
+    if (op.phase == ctspmd::model::phase::backward)
+      return mirror_first_op_ < 0 || to_int(i) < mirror_first_op_ ? stages_ - 1 : 0;
+    for (auto t : op.inputs)
+      if (const auto it = s.values.find(key_of(t)); it != s.values.end() && it->second.stage >= 0) return it->second.stage;
+    return -1;
+  }
+  /// Tensor t, held as `h`, read on stage `at`: where it is not there, a send from the stage
+  /// that computed it (a neighbour: the one before or after, around under interleaving), each
+  /// device to the one of stage `at` with the same other coordinates.
+  void arrive(run_state& s, std::size_t t, held& h, std::int64_t at) {
+    if (h.stage < 0 || h.stage == at || ((h.sent_to >> at) & 1) != 0) return;
+    const bool interleaved = o_.pipeline->schedule == ctspmd::model::pipeline_schedule::interleaved;
+    const auto gap = interleaved ? (at - h.stage + stages_) % stages_ : at > h.stage ? at - h.stage : h.stage - at;
+    if (gap != 1 && gap != (interleaved ? stages_ - 1 : 1))  // (sent all the same, to check the rest)
+      s.stray_sends.push_back(name(t) + " from stage " + std::to_string(h.stage) + " to stage " + std::to_string(at) +
+                              ": a send the report does not list (stages send to their neighbours)");
+    std::int64_t bytes = 0;
+    for (std::size_t d = 0; d < h.locals.size(); ++d) {
+      if (on_stage(d, h.stage) != d) continue;
+      h.locals[on_stage(d, at)] = h.locals[d];
+      bytes = std::max(bytes, to_int(h.locals[d].size()) * p_.tensor_at(t).element_bytes);
+    }
+    if (gap == 1 || (interleaved && gap == stages_ - 1)) {
+      ++s.sends[h.stage];
+      s.send_bytes.push_back(bytes);
+    }
+    h.sent_to |= std::uint64_t{1} << at;
+    held& kept = value_of(s, t, true);
+    kept.locals = h.locals;
+    kept.sent_to = h.sent_to;
+  }
+  /// The device of stage `at` with device d's other coordinates.
+  std::size_t on_stage(std::size_t d, std::int64_t at) const {
+    auto c = device_coords(p_.mesh(), to_int(d));
+    c[to_size(o_.pipeline->mesh_dim)] = at;
+    return to_size(device_index(p_.mesh(), c));
+  }
+  /// What a device of another stage holds of a tensor: nothing (NaNs, so that reading it shows).
+  static void poison(std::vector<tensor>& outputs) {
+    for (auto& t : outputs) poison(t);
+  }
+  static void poison(tensor& t) { std::fill(t.data.begin(), t.data.end(), std::numeric_limits<double>::quiet_NaN()); }
+  /// The sends against the report's: per stage, its sends a micro-batch; each, its boundary bytes.
+  void check_sends(const run_state& s, result& out) const {
+    if (!s.stray_sends.empty()) out.byte_mismatches.push_back("send_recv: " + s.stray_sends.front());
+    for (std::int64_t r = 0; r < stages_; ++r) {
+      const auto it = s.sends.find(r);
+      const std::int64_t ran = it == s.sends.end() ? 0 : it->second;
+      const auto expected = report_.stage(to_size(r)).sends * o_.micro_batches;
+      out.collectives += to_size(ran);
+      if (ran != expected)
+        out.byte_mismatches.push_back("send_recv from stage " + std::to_string(r) + ": reported " + std::to_string(expected) +
+                                      " sends, ran " + std::to_string(ran));
+    }
+    for (auto b : s.send_bytes)
+      if (b != report_.boundary_bytes()) {
+        out.byte_mismatches.push_back("send_recv: reported " + std::to_string(report_.boundary_bytes()) +
+                                      " bytes a send, a device sent " + std::to_string(b));
+        break;
+      }
   }
 
   run_state execute(bool sharded, std::int64_t skip) {
@@ -809,10 +950,16 @@ class simulator {
         // Under the layout the report promises, where it does: the devices must hold it so.
         const auto promised = s.promised.find(k);
         const bool known = promised != s.promised.end() && promised->second;
-        const auto got = assemble(h.locals, known ? *promised->second : h.attr, global(k.tensor));
+        auto locals = h.locals;  // (a pipeline: as the devices of the stage that computed it hold it)
+        if (h.stage >= 0)
+          for (std::size_t d = 0; d < locals.size(); ++d) locals[d] = h.locals[on_stage(d, h.stage)];
+        const auto got = assemble(locals, known ? *promised->second : h.attr, global(k.tensor));
         const auto& want = ref->second.locals.at(0);
         double diff = 0;
-        for (std::size_t e = 0; e < want.size(); ++e) diff = std::max(diff, std::abs(got.data[e] - want.data[e]));
+        for (std::size_t e = 0; e < want.size(); ++e) {
+          const double d = std::abs(got.data[e] - want.data[e]);
+          diff = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(diff, d);  // (a NaN differs)
+        }
         const auto sc = reference_.scale.find(k);
         const double scale = std::max(magnitude(want), sc == reference_.scale.end() ? 0.0 : sc->second);
         const double rel = diff / std::max(scale, 1e-300);
@@ -834,6 +981,11 @@ class simulator {
   ctspmd::process_mesh one_{ctspmd::tensor_shape{1}};
   std::vector<std::int64_t> per_run_;  ///< per tensor: the forward block whose runs each hold one, or -1
   std::vector<bool> read_, saved_;
+  // A pipeline: its block, stages, each run's stage, the first operator of its backward pass,
+  // each operator's block (or -1), and the report.
+  std::int64_t split_ = -1, stages_ = 1, mirror_first_op_ = -1;
+  std::vector<std::int64_t> layer_stage_, op_block_ = std::vector<std::int64_t>(p_.op_count(), -1);
+  ctspmd::model::pipeline_report report_{};
   std::map<std::size_t, domain> domains_;
   std::map<std::tuple<std::size_t, std::size_t, bool>, std::vector<std::size_t>> entries_;
   std::map<key, tensor> inputs_;
