@@ -183,6 +183,15 @@ TEST_CASE("step simulator: Llama (grouped-query attention, rotary, SwiGLU) under
     o.shard_optimizer_states_on = l.dp >= 0 ? l.dp : -1;
     INFO("dp " << l.dp << " tp " << l.tp << " cp " << l.cp << " sp " << l.sp);
     check_ok(simulate_model(*m, o));
+    if (l.cp < 0) continue;
+    // The same report in the load-balanced order (device i of 2 holding chunks i and 3 - i of 4):
+    // the causal masks follow the positions, on the devices and in the reference.
+    const std::int64_t positions[] = {0, 1, 6, 7, 2, 3, 4, 5};  // of rows 0..7 in that order
+    for (std::int64_t row = 0; row < 8; ++row) CHECK(ctspmd_oracle::ops::balanced_position(row, 8, 2) == positions[row]);
+    sim::options balanced;
+    balanced.load_balanced_context = true;
+    balanced.necessity = false;  // (the reshards of the run above)
+    check_ok(simulate_model(*m, o, balanced));
   }
 }
 

@@ -66,9 +66,19 @@ inline std::int64_t bidx(std::int64_t i, std::int64_t n) { return n == 1 ? 0 : i
 
 /// The attention scores s[b, h, i, j] = q[b, i, h] . k[b, j, h / group] / sqrt(d) + mask[b, h, i, j]
 /// (the mask's size-1 dims broadcast; a 0-d mask is none), -inf where `causal` hides key j > i.
-/// `q_offset`: the position of q's first query (a chunk of a longer sequence: context parallelism).
+/// `q_offset`: the row of q's first query in the whole sequence (a chunk of it: context
+/// parallelism). `balanced` = n > 0: the sequence (k's T rows) is in the load-balanced order of n
+/// devices, device b holding chunks b and 2n - 1 - b of 2n (`balanced_position`), so a row's
+/// position, which the causal mask compares, is not its index.
+inline std::int64_t balanced_position(std::int64_t row, std::int64_t rows, std::int64_t n) {
+  if (n <= 0) return row;
+  if (rows % (2 * n) != 0)
+    throw oracle_error("attention: a sequence of " + std::to_string(rows) + " in 2 x " + std::to_string(n) + " chunks");
+  const auto c = rows / (2 * n), b = row / (2 * c), r = row % (2 * c);
+  return r < c ? b * c + r : (2 * n - 1 - b) * c + (r - c);
+}
 inline tensor attention_scores(const tensor& q, const tensor& k, const tensor& mask, bool causal,
-                               std::int64_t q_offset = 0) {
+                               std::int64_t q_offset = 0, std::int64_t balanced = 0) {
   if (q.rank() != 4 || k.rank() != 4) throw oracle_error("attention: q and k must be 4-D");
   const auto B = q.shape[0], S = q.shape[1], H = q.shape[2], D = q.shape[3], T = k.shape[1], HK = k.shape[2];
   if (k.shape[0] != B || k.shape[3] != D || HK == 0 || H % HK != 0)
@@ -90,7 +100,8 @@ inline tensor attention_scores(const tensor& q, const tensor& k, const tensor& m
           acc *= scale;
           if (has_mask)
             acc += mask[{bidx(b, mask.shape[0]), bidx(h, mask.shape[1]), bidx(i, mask.shape[2]), bidx(j, mask.shape[3])}];
-          if (causal && j > i + q_offset) acc = -std::numeric_limits<double>::infinity();
+          if (causal && balanced_position(j, T, balanced) > balanced_position(i + q_offset, T, balanced))
+            acc = -std::numeric_limits<double>::infinity();
           s[{b, h, i, j}] = acc;
         }
   return s;
@@ -98,8 +109,8 @@ inline tensor attention_scores(const tensor& q, const tensor& k, const tensor& m
 
 /// Flash attention: out [b, sq, h, dv], softmax [b, h, sq, skv], softmax_lse [b, h, sq].
 inline attention_result attention(const tensor& q, const tensor& k, const tensor& v, const tensor& mask, bool causal,
-                                  std::int64_t q_offset = 0) {
-  const tensor s = attention_scores(q, k, mask, causal, q_offset);
+                                  std::int64_t q_offset = 0, std::int64_t balanced = 0) {
+  const tensor s = attention_scores(q, k, mask, causal, q_offset, balanced);
   if (v.rank() != 4) throw oracle_error("attention: v must be 4-D");
   const auto B = s.shape[0], H = s.shape[1], S = s.shape[2], T = s.shape[3], HK = v.shape[2], DV = v.shape[3];
   if (v.shape[0] != B || v.shape[1] != T || H % HK != 0) throw oracle_error("attention: v does not match");
@@ -127,8 +138,9 @@ struct attention_grads {
 
 /// The gradients of `attention` for out_grad `dout` (a kv head's gradients sum over its group).
 inline attention_grads attention_grad(const tensor& q, const tensor& k, const tensor& v, const tensor& mask,
-                                      const tensor& dout, bool causal, std::int64_t q_offset = 0) {
-  const auto a = attention(q, k, v, mask, causal, q_offset);
+                                      const tensor& dout, bool causal, std::int64_t q_offset = 0,
+                                      std::int64_t balanced = 0) {
+  const auto a = attention(q, k, v, mask, causal, q_offset, balanced);
   const auto B = q.shape[0], S = q.shape[1], H = q.shape[2], D = q.shape[3], T = k.shape[1], HK = k.shape[2],
              DV = v.shape[3];
   if (dout.shape != a.out.shape) throw oracle_error("attention_grad: out_grad of shape " + shape_string(dout.shape));

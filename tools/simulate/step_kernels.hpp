@@ -53,9 +53,17 @@ struct kernel_call {
   const ctspmd::runtime::attribute_map* attrs = nullptr;
   std::vector<ctspmd::tensor_dist_attr> in, out;
   std::vector<shape_t> in_shapes, out_shapes;
-  /// (The one-device reference of a mixture-of-experts operator) its inputs' layouts in the
-  /// sharded run, whose devices each route their own tokens: the reference routes the same blocks.
+  /// (The one-device reference of a mixture-of-experts or attention operator) its inputs' layouts
+  /// in the sharded run: whose devices each route their own tokens (the reference routes the same
+  /// blocks), or hold the chunks of a load-balanced sequence.
   std::vector<ctspmd::tensor_dist_attr> sharded_in;
+  /// The sequence is in the load-balanced order of context parallelism (`step::options`).
+  bool load_balanced = false;
+  /// The devices a sequence is split over in the load-balanced order (q's dim 1), or 0.
+  std::int64_t balanced_devices() const {
+    if (!load_balanced) return 0;
+    return (sharded_in.empty() ? in.at(0) : sharded_in.at(0)).parts(1);
+  }
 
   const ctspmd::process_mesh& mesh() const { return in.at(0).process_mesh(); }
   template <class T>
@@ -434,7 +442,8 @@ inline const std::map<std::string, step_kernel, std::less<>>& table() {
       {"flash_attention", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
          if (c.get<double>("dropout") != 0.0) throw oracle_error("flash_attention: dropout has no kernel");
          const tensor mask = in.size() > 4 ? in[4] : tensor(shape_t{});
-         const auto r = ops::attention(in[0], in[1], in[2], mask, c.get<bool>("causal"), query_offset(c.in[0], at, in[0]));
+         const auto r = ops::attention(in[0], in[1], in[2], mask, c.get<bool>("causal"), query_offset(c.in[0], at, in[0]),
+                                       c.balanced_devices());
          v out{r.out, r.softmax, r.lse, tensor(c.local_out(3, at))};
          if (out[1].shape != c.local_out(1, at)) out[1] = tensor(c.local_out(1, at));  // not returned
          return out;
@@ -442,7 +451,7 @@ inline const std::map<std::string, step_kernel, std::less<>>& table() {
       {"flash_attention_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
          if (c.get<double>("dropout") != 0.0) throw oracle_error("flash_attention_grad: dropout has no kernel");
          const auto r = ops::attention_grad(in[0], in[1], in[2], in[6], in[7], c.get<bool>("causal"),
-                                            query_offset(c.in[0], at, in[0]));
+                                            query_offset(c.in[0], at, in[0]), c.balanced_devices());
          return v{r.dq, r.dk, r.dv};
        })},
       {"embedding", each_device([](const kernel_call& c, const shape_t& at, const v& in) {

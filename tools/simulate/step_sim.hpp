@@ -52,6 +52,10 @@
 //   coordinates), and only so; the sends of each stage and their bytes must be the report's.
 //   The micro-batches run one after another: a schedule (1F1B, GPipe) changes when each stage
 //   works on which, not what it computes, so the sums differ by rounding only.
+// - Blocks of tokens: a mixture-of-experts operator's devices each route their own tokens into
+//   their own slots, and a load-balanced sequence (`options::load_balanced_context`) puts its
+//   chunks out of order; the one-device reference runs the same blocks (the layouts of the
+//   sharded run tell how many), so that it computes what the sharded step should.
 //
 // Tolerance: float64, relative 1e-9 of the largest magnitude that flowed into each tensor in the
 // reference: its own, its operator's inputs' and theirs in turn (shape-only inputs aside). A
@@ -93,6 +97,10 @@ struct options {
   /// A pipeline (model/pipeline.hpp): its block's layers run on their stages' devices, and
   /// `micro_batches` is its `micro_batches`.
   std::optional<ctspmd::model::pipeline_options> pipeline{};
+  /// The sequence in context parallelism's load-balanced order (rules/flash_attention.hpp): made
+  /// before the model, each of the n devices a sequence is split over holding chunks i and
+  /// 2n - 1 - i of 2n; a causal attention masks by those positions, here and in the reference.
+  bool load_balanced_context = false;
   double tolerance = 1e-9;
 };
 
@@ -720,8 +728,10 @@ class simulator {
         param = p_.op_at(static_cast<std::size_t>(p_.tensor_at(param).producer)).inputs[0];
       gradients_.push_back({key_of(param), in[0][grad]});
     }
-    if (!sharded && op.rule.starts_with("moe_"))  // the reference routes the sharded run's blocks of tokens
+    // The reference routes the sharded run's blocks of tokens, and orders its chunks of a sequence.
+    if (!sharded && (op.rule.starts_with("moe_") || op.rule.starts_with("flash_attention")))
       for (auto t : op.inputs) call.sharded_in.push_back(r_.attr(ctspmd::model::tensor_id{t}));
+    call.load_balanced = o_.load_balanced_context;
     if (at >= 0)  // the other stages' devices compute nothing: given the stage's inputs, their results are dropped
       for (std::size_t d = 0; d < n_dev; ++d) in[d] = in[on_stage(d, at)];
     auto out = kernel_of(op.rule)(call, in);
