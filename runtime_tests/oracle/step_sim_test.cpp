@@ -125,7 +125,7 @@ TEST_CASE("step simulator: an input a grad operator reads for its shape alone mo
   });
 }
 
-TEST_CASE("step simulator: a 1F1B pipeline of 4 stages and 4 micro-batches, tensor parallel in each stage") {
+TEST_CASE("step simulator: 1F1B and GPipe pipelines of 4 stages and 4 micro-batches, tensor parallel in each stage") {
   // (Untied: GPT-2's tied head on the last stage and embedding on the first add their gradients,
   // a send between stages 3 and 0 the pipeline report does not list; see below.)
   constexpr models::gpt_config four_layers{
@@ -144,6 +144,10 @@ TEST_CASE("step simulator: a 1F1B pipeline of 4 stages and 4 micro-batches, tens
   check_ok(res);
   // 3 boundaries, each a forward and a backward send per micro-batch: 24, counted with the rest.
   CHECK(res.collectives >= 24);
+  // GPipe: every forward first, each stage keeping all 4 micro-batches in flight (as run).
+  so.pipeline->schedule = model::pipeline_schedule::gpipe;
+  check_ok(simulate_model(*m, o, so));
+  so.pipeline->schedule = model::pipeline_schedule::one_f_one_b;
   // A stage map the pipeline refuses is an error naming why.
   so.pipeline->stage_layers = {1, 2, 1, 0};
   CHECK(simulate_model(*m, o, so).error.find("stage_layers[3] is 0") != std::string::npos);

@@ -50,8 +50,10 @@
 //   where its gradient was computed. A tensor read on another stage than the one that computed it
 //   is sent there, point to point between neighbours (each device to the one with the same other
 //   coordinates), and only so; the sends of each stage and their bytes must be the report's.
-//   The micro-batches run one after another: a schedule (1F1B, GPipe) changes when each stage
-//   works on which, not what it computes, so the sums differ by rounding only.
+//   The passes run in the schedule's order (GPipe, 1F1B: each stage's own order, a pass as soon
+//   as what it reads is done), their gradients then summed; the most micro-batches a
+//   stage holds between their forward and backward passes must be the report's `in_flight`. (The
+//   interleaved schedule's chunks are not ordered: its micro-batches run one after another.)
 // - Blocks of tokens: a mixture-of-experts operator's devices each route their own tokens into
 //   their own slots, and a load-balanced sequence (`options::load_balanced_context`) puts its
 //   chunks out of order; the one-device reference runs the same blocks (the layouts of the
@@ -409,6 +411,7 @@ class simulator {
     std::map<std::int64_t, std::int64_t> sends;
     std::vector<std::int64_t> send_bytes;
     std::vector<std::string> stray_sends;  ///< between stages that are not neighbours
+    std::vector<std::int64_t> in_flight;   ///< per stage, the most micro-batches between forward and backward
     /// (The reference's) the largest magnitude that flowed into each tensor: its own, its
     /// operator's inputs' and theirs in turn. Differences are relative to it.
     std::map<key, double> scale;
@@ -797,14 +800,80 @@ class simulator {
     if (own >= 0 && static_cast<std::int64_t>(p_.block_at(to_size(own)).number(to_size(own))) == split_)
       return layer_stage_.at(to_size(run_[to_size(split_)]));
     const auto& op = p_.op_at(i);
-    const auto& b = p_.block_at(to_size(split_));
-    if (op.phase == ctspmd::model::phase::forward) return i < b.first_op ? 0 : stages_ - 1;
-    if (op.phase == ctspmd::model::phase::backward)
-      return mirror_first_op_ < 0 || to_int(i) < mirror_first_op_ ? stages_ - 1 : 0;
+    if (op.phase != ctspmd::model::phase::optimizer) return part_stage(i);
     for (auto t : op.inputs)
       if (const auto it = s.values.find(key_of(t)); it != s.values.end() && it->second.stage >= 0) return it->second.stage;
     return -1;
   }
+  /// The stage of forward or backward operator i outside the pipeline's block: before it, the
+  /// first; after it, the last (backward: mirrored).
+  std::int64_t part_stage(std::size_t i) const {
+    if (p_.op_at(i).phase == ctspmd::model::phase::forward) return i < p_.block_at(to_size(split_)).first_op ? 0 : stages_ - 1;
+    return mirror_first_op_ < 0 || to_int(i) < mirror_first_op_ ? stages_ - 1 : 0;
+  }
+  /// One stage's forward or backward pass of one micro-batch.
+  struct event {
+    std::int64_t stage = 0;
+    bool backward = false;
+    std::int64_t micro = 0;
+  };
+  /// The passes in the order the schedule runs them: each stage's own order (GPipe: every
+  /// forward, then every backward; 1F1B: p - r - 1 forwards, then one forward and one backward in
+  /// turn, then the backwards left), the stages taken in turn, each pass as soon as what it
+  /// reads is done (a forward after the stage before's, a backward after the stage after's). The
+  /// interleaved schedule's chunks are not ordered: its micro-batches run one after another.
+  std::vector<event> schedule() const {
+    const auto m = o_.micro_batches, p = stages_;
+    const auto kind = o_.pipeline->schedule;
+    std::vector<std::vector<event>> own(to_size(p));
+    for (std::int64_t r = 0; r < p; ++r) {
+      auto& q = own[to_size(r)];
+      if (kind == ctspmd::model::pipeline_schedule::interleaved) {
+        for (std::int64_t j = 0; j < m; ++j) {
+          q.push_back({r, false, j});
+          q.push_back({r, true, j});
+        }
+        continue;
+      }
+      const auto warm = kind == ctspmd::model::pipeline_schedule::gpipe ? m : std::min(p - r - 1, m);
+      for (std::int64_t j = 0; j < warm; ++j) q.push_back({r, false, j});
+      for (std::int64_t j = 0; j < m; ++j) {
+        if (warm + j < m) q.push_back({r, false, warm + j});
+        q.push_back({r, true, j});
+      }
+    }
+    if (kind == ctspmd::model::pipeline_schedule::interleaved) {  // micro-batch by micro-batch, every stage
+      std::vector<event> out;
+      for (std::int64_t j = 0; j < m; ++j) {
+        for (std::int64_t r = 0; r < p; ++r) out.push_back({r, false, j});
+        for (std::int64_t r = p - 1; r >= 0; --r) out.push_back({r, true, j});
+      }
+      return out;
+    }
+    // done[r][j]: forward passes done (1) and backward (2)
+    std::vector<std::vector<int>> done(to_size(p), std::vector<int>(to_size(m), 0));
+    std::vector<std::size_t> next(to_size(p), 0);
+    std::vector<event> out;
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::int64_t r = 0; r < p; ++r) {
+        auto& k = next[to_size(r)];
+        if (k == own[to_size(r)].size()) continue;
+        const auto e = own[to_size(r)][k];
+        const auto j = to_size(e.micro);
+        const bool ready = !e.backward ? r == 0 || done[to_size(r - 1)][j] >= 1
+                                       : done[to_size(r)][j] >= 1 && (r == p - 1 || done[to_size(r + 1)][j] >= 2);
+        if (!ready) continue;
+        out.push_back(e);
+        done[to_size(r)][j] = e.backward ? 2 : 1;
+        ++k;
+        progress = true;
+      }
+    }
+    if (out.size() != to_size(2 * m * p)) throw oracle_error("the pipeline's schedule does not run every pass");
+    return out;
+  }
+
   /// Tensor t, held as `h`, read on stage `at`: where it is not there, a send from the stage
   /// that computed it (a neighbour: the one before or after, around under interleaving), each
   /// device to the one of stage `at` with the same other coordinates.
@@ -844,6 +913,12 @@ class simulator {
   /// The sends against the report's: per stage, its sends a micro-batch; each, its boundary bytes.
   void check_sends(const run_state& s, result& out) const {
     if (!s.stray_sends.empty()) out.byte_mismatches.push_back("send_recv: " + s.stray_sends.front());
+    // The schedule as run keeps the micro-batches in flight the report's memory counts.
+    for (std::int64_t r = 0; r < stages_ && o_.pipeline->schedule != ctspmd::model::pipeline_schedule::interleaved; ++r)
+      if (static_cast<double>(s.in_flight.at(to_size(r))) != report_.stage(to_size(r)).in_flight && out.mismatch.empty())
+        out.mismatch = "stage " + std::to_string(r) + " keeps " + std::to_string(s.in_flight[to_size(r)]) +
+                       " micro-batches in flight as its schedule runs, the report " +
+                       std::to_string(report_.stage(to_size(r)).in_flight);
     for (std::int64_t r = 0; r < stages_; ++r) {
       const auto it = s.sends.find(r);
       const std::int64_t ran = it == s.sends.end() ? 0 : it->second;
@@ -863,9 +938,25 @@ class simulator {
 
   run_state execute(bool sharded, std::int64_t skip) {
     run_state s;
-    for (micro_ = 0; micro_ < o_.micro_batches; ++micro_) {
-      pass(s, sharded, skip, false);
-      if (!forward_only_) accumulate(s);
+    if (split_ >= 0 && sharded && !forward_only_) {
+      // The schedule's order: each stage's forward and backward passes of each micro-batch.
+      std::vector<std::int64_t> outstanding(to_size(stages_), 0);
+      s.in_flight.assign(to_size(stages_), 0);
+      for (const auto& e : schedule()) {
+        micro_ = e.micro;
+        event_ = e;
+        pass(s, sharded, skip, false);
+        auto& n = outstanding[to_size(e.stage)];
+        n += e.backward ? -1 : 1;
+        s.in_flight[to_size(e.stage)] = std::max(s.in_flight[to_size(e.stage)], n);
+      }
+      event_.reset();
+      for (micro_ = 0; micro_ < o_.micro_batches; ++micro_) accumulate(s);
+    } else {
+      for (micro_ = 0; micro_ < o_.micro_batches; ++micro_) {
+        pass(s, sharded, skip, false);
+        if (!forward_only_) accumulate(s);
+      }
     }
     micro_ = -1;
     if (!forward_only_) pass(s, sharded, skip, true);
@@ -888,12 +979,15 @@ class simulator {
       const auto& bl = p_.block_at(static_cast<std::size_t>(b));
       const auto fwd = bl.number(static_cast<std::size_t>(b));
       const bool backward = bl.mirror_of >= 0;
-      if (backward && forward_only_) {
+      const bool elsewhere = event_ && (backward != event_->backward ||
+                                        (static_cast<std::int64_t>(fwd) != split_ && part_stage(bl.first_op) != event_->stage));
+      if ((backward && forward_only_) || elsewhere) {
         i = bl.end_op;
         continue;
       }
       for (std::size_t j = 0; j < bl.count; ++j) {
         const auto run = static_cast<std::int64_t>(backward ? bl.count - 1 - j : j);
+        if (event_ && static_cast<std::int64_t>(fwd) == split_ && layer_stage_.at(to_size(run)) != event_->stage) continue;
         if (!optimizer) {  // (the optimizer's operators do not read a block's input)
           held in;
           if (j == 0) {
@@ -936,6 +1030,9 @@ class simulator {
   void step(run_state& s, std::size_t i, bool sharded, std::int64_t skip) {
     if (forward_only_ && p_.op_at(i).phase != ctspmd::model::phase::forward) return;
     if ((p_.op_at(i).phase == ctspmd::model::phase::optimizer) != optimizer_pass_) return;
+    if (event_ && ((p_.op_at(i).phase == ctspmd::model::phase::backward) != event_->backward ||
+                   stage_of(s, i) != event_->stage))
+      return;
     try {
       run_op(s, i, sharded, skip);
     } catch (const oracle_error& e) {
@@ -996,6 +1093,7 @@ class simulator {
   std::int64_t split_ = -1, stages_ = 1, mirror_first_op_ = -1;
   std::vector<std::int64_t> layer_stage_, op_block_ = std::vector<std::int64_t>(p_.op_count(), -1);
   ctspmd::model::pipeline_report report_{};
+  std::optional<event> event_;  ///< the schedule's pass running, if any
   std::map<std::size_t, domain> domains_;
   std::map<std::tuple<std::size_t, std::size_t, bool>, std::vector<std::size_t>> entries_;
   std::map<key, tensor> inputs_;
