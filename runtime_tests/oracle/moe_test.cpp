@@ -43,16 +43,7 @@ std::vector<std::optional<tensor>> by_blocks(std::int64_t blocks, const std::vec
     for (std::size_t o = 0; o < dims.size(); ++o) parts[o].push_back(std::move(r.at(o)));
   }
   std::vector<std::optional<tensor>> out;
-  for (std::size_t o = 0; o < dims.size(); ++o) {
-    if (dims[o] >= 0) {
-      out.emplace_back(concat(parts[o], to_size(dims[o])));
-      continue;
-    }
-    tensor sum = parts[o][0];
-    for (std::size_t b = 1; b < parts[o].size(); ++b)
-      for (std::size_t i = 0; i < sum.data.size(); ++i) sum.data[i] += parts[o][b].data[i];
-    out.emplace_back(std::move(sum));
-  }
+  for (auto& t : join_blocks(std::move(parts), dims)) out.emplace_back(std::move(t));
   return out;
 }
 

@@ -279,18 +279,7 @@ step_kernel by_token_blocks(std::size_t by, std::vector<int> cut, std::vector<in
       auto out = f(c, block, blocks);
       for (std::size_t o = 0; o < glue.size(); ++o) parts[o].push_back(std::move(out.at(o)));
     }
-    std::vector<tensor> out;
-    for (std::size_t o = 0; o < glue.size(); ++o) {
-      if (glue[o] >= 0) {
-        out.push_back(concat(parts[o], to_size(glue[o])));
-        continue;
-      }
-      tensor sum = parts[o][0];
-      for (std::size_t b = 1; b < parts[o].size(); ++b)
-        for (std::size_t e = 0; e < sum.data.size(); ++e) sum.data[e] += parts[o][b].data[e];
-      out.push_back(std::move(sum));
-    }
-    return out;
+    return join_blocks(std::move(parts), glue);
   });
 }
 

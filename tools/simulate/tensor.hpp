@@ -184,6 +184,23 @@ inline tensor concat(const std::vector<tensor>& parts, std::size_t dim) {
   return out;
 }
 
+/// Outputs computed block by block, put back together: `parts[o][b]` is output o of block b;
+/// output o's blocks are concatenated along `dims[o]`, or summed where `dims[o]` < 0.
+inline std::vector<tensor> join_blocks(std::vector<std::vector<tensor>> parts, const std::vector<int>& dims) {
+  std::vector<tensor> out;
+  for (std::size_t o = 0; o < dims.size(); ++o) {
+    if (dims[o] >= 0) {
+      out.push_back(concat(parts.at(o), static_cast<std::size_t>(dims[o])));
+      continue;
+    }
+    tensor sum = std::move(parts.at(o).at(0));
+    for (std::size_t b = 1; b < parts[o].size(); ++b)
+      for (std::size_t e = 0; e < sum.data.size(); ++e) sum.data[e] += parts[o][b].data[e];
+    out.push_back(std::move(sum));
+  }
+  return out;
+}
+
 /// Empty when `got` equals `want` within |g - w| <= tol * max(1, |w|) elementwise (and the
 /// shapes are equal); otherwise a description of the first difference.
 inline std::string compare(const tensor& got, const tensor& want, double tol = 1e-9) {
