@@ -29,17 +29,17 @@ constexpr auto flat_plan() {
   using namespace ctspmd;
   model::plan<6 * blocks + 1, 4 * blocks> p(gpt::mesh);
   const tensor_shape act{gpt::batch, gpt::seq, gpt::hidden}, wide{gpt::batch, gpt::seq, gpt::ffn};
-  auto x = p.tensor("x", act, {0, -1, -1}, gpt::fp16);
+  auto x = p.tensor("x", act, {0, -1, -1}, model::float16);
   for (std::size_t i = 0; i < blocks; ++i) {
-    auto w_up = p.parameter("w_up", {gpt::hidden, gpt::ffn}, {-1, 1}, gpt::fp16);  // column parallel
-    auto up = p.tensor("up", wide, gpt::fp16);
+    auto w_up = p.parameter("w_up", {gpt::hidden, gpt::ffn}, {-1, 1}, model::float16);  // column parallel
+    auto up = p.tensor("up", wide, model::float16);
     p.op<"matmul">({x, w_up}, {up});
-    auto act_up = p.tensor("up.gelu", wide, gpt::fp16);
+    auto act_up = p.tensor("up.gelu", wide, model::float16);
     p.op<"gelu">({up}, {act_up});
-    auto w_down = p.parameter("w_down", {gpt::ffn, gpt::hidden}, {1, -1}, gpt::fp16);  // row parallel
-    auto down = p.tensor("down", act, gpt::fp16);
+    auto w_down = p.parameter("w_down", {gpt::ffn, gpt::hidden}, {1, -1}, model::float16);  // row parallel
+    auto down = p.tensor("down", act, model::float16);
     p.op<"matmul">({act_up, w_down}, {down});  // partial over mp
-    auto y = p.tensor("y", act, gpt::fp16);
+    auto y = p.tensor("y", act, model::float16);
     p.op<"add">({x, down}, {y});  // all-reduces down
     x = y;
   }

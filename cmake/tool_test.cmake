@@ -1,7 +1,11 @@
 # Runs TOOL (ctspmd-infer, or Python on an example) with ARGS, feeding INPUT when given, and
 # checks its exit status against STATUS and, when EXPECTED is given, its standard output against
-# that file; CONTAINS: strings the output must contain.
+# that file; CONTAINS: strings the output must contain; WRITES: a file the run must write,
+# beginning with WRITES_START.
 set(command ${TOOL} ${ARGS})
+if(DEFINED WRITES)
+  file(REMOVE ${WRITES})
+endif()
 if(DEFINED INPUT)
   list(APPEND command ${INPUT})
 endif()
@@ -24,4 +28,14 @@ if(DEFINED CONTAINS)
       message(FATAL_ERROR "output lacks '${part}':\n${out}")
     endif()
   endforeach()
+endif()
+if(DEFINED WRITES)
+  if(NOT EXISTS ${WRITES})
+    message(FATAL_ERROR "${WRITES} was not written")
+  endif()
+  file(READ ${WRITES} written LIMIT 256)
+  string(FIND "${written}" "${WRITES_START}" at)
+  if(NOT at EQUAL 0)
+    message(FATAL_ERROR "${WRITES} does not begin with '${WRITES_START}':\n${written}")
+  endif()
 endif()

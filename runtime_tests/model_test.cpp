@@ -60,7 +60,7 @@ TEST_CASE("a plan that cannot be propagated throws, naming the operator") {
   const auto plan = gpt::make_plan<2, gpt::variant::up_weight_by_rows>();
   const auto prop = model::propagate(plan);
   ctspmd_test::check_error([&] { (void)prop.expect_in_block(plan, 0, collective::all_reduce, 4); },
-                           error_kind::precondition_not_met, "mlp.up: operator 18: input 0 needs an unexpected local_slice on mesh dim 1");
+                           error_kind::precondition_not_met, "mlp.fc: operator 25: input 0 needs an unexpected local_slice on mesh dim 1");
   ctspmd_test::check_error([&] { (void)p.tensor("bad", {4}, {2}); }, error_kind::invalid_argument,
                            "dims mapping entry 2 of tensor dim 0 is not -1 or a mesh dim in [0, 2)");
 }

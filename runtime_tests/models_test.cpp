@@ -66,6 +66,41 @@ TEST_CASE("models: GPT's attention core written out (no flash attention): the sa
   CHECK(without.step_seconds() > with.step_seconds());
 }
 
+TEST_CASE("models: GPT under context and sequence parallelism together verifies, the positions laid out as the tokens") {
+  // [dp 2, cp 2, tp 2] with sp: the token embeddings split over cp and tp (a co-shard) between the
+  // tensor-parallel regions; the position embeddings added to them must be split so too.
+  const auto m = std::make_unique<models::built_model<models::gpt_plan>>(
+      models::gpt(models::gpt2, process_mesh({2, 2, 2}), {.dp = 0, .tp = 2, .cp = 1, .sp = true}, {.seq = 1024}));
+  auto step = std::make_unique<decltype(model::training_step(m->plan, m->loss))>(model::training_step(m->plan, m->loss));
+  auto r = std::make_unique<decltype(model::try_propagate(*step))>(model::try_propagate(*step));
+  REQUIRE(r->ok());
+  // Each device looks up its own positions: nothing moves for them or for the sum.
+  for (std::size_t i = 0; i < r->reshard_entries(); ++i) {
+    const auto name = step->op_at(r->reshard_at(i).op).name();
+    CHECK(name != "embed.positions");
+    CHECK(name != "embed.add");
+  }
+}
+
+TEST_CASE("models: a built model edited, one weight laid out otherwise (plan::tensor_named, plan::reannotate)") {
+  auto m = std::make_unique<models::built_model<models::llama_plan>>(
+      models::llama(models::llama3_8b, process_mesh({2, 8}), {.dp = 0, .tp = 1}, {.seq = 1024}));
+  const auto w_down = m->plan.tensor_named("w_down");
+  CHECK(m->plan.tensor_at(w_down.index).annotation.dims_mapping() == dims_mapping{1, -1});  // row parallel
+  m->plan.reannotate(w_down, tensor_dist_attr(process_mesh({2, 8}), dims_mapping{-1, 1}));
+  CHECK(m->plan.tensor_at(w_down.index).annotation.dims_mapping() == dims_mapping{-1, 1});
+  // The down projection now moves its weight: an all-to-all each layer, forward.
+  auto r = std::make_unique<decltype(model::try_propagate(m->plan))>(model::try_propagate(m->plan));
+  REQUIRE(r->ok());
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < r->reshard_entries(); ++i)
+    if (r->reshard_at(i).tensor == w_down.index) moved += r->reshard_at(i).times;
+  CHECK(moved == 32);
+  check_error([&] { (void)m->plan.tensor_named("w_dawn"); }, error_kind::not_found, "w_dawn: the plan has no tensor of this name");
+  check_error([&] { m->plan.reannotate(w_down, tensor_dist_attr(process_mesh({4, 4}), dims_mapping{-1, 1})); },
+              error_kind::invalid_argument, "is annotated on another process mesh");
+}
+
 TEST_CASE("models: every bad config or layout is an error naming it") {
   const auto kind = error_kind::invalid_argument;
   models::llama_config c = models::llama3_8b;

@@ -44,12 +44,13 @@ static_assert(tp.bytes_in_block(0, collective::all_reduce) > 0);
 // ---- the whole training step: forward, backward and adamw (<ctspmd/model/training.hpp>) ------------
 // Megatron's backward pass mirrors the forward one (Shoeybi et al. 2019; Korthikanti et al. 2022):
 // 2 all-reduces per layer, or with sequence parallelism 2 all-gathers and 2 reduce-scatters.
-// The optimizer all-reduces each of a layer's 8 parameters' gradients over dp.
+// The optimizer all-reduces each of a layer's 12 parameters' gradients over dp (two LayerNorms'
+// weights and biases, and the four projections' weights and biases).
 constexpr auto& tp_step = model::plan_of<gpt::make_step<layers>>;
 constexpr auto tp_train = model::verified<gpt::make_step<layers>>();
 static_assert(tp_train.expect_in_block(tp_step, 0, model::phase::forward, collective::all_reduce, 2 * layers));
 static_assert(tp_train.expect_in_block(tp_step, 0, model::phase::backward, collective::all_reduce, 2 * layers));
-static_assert(tp_train.expect_in_block(tp_step, 0, model::phase::optimizer, collective::all_reduce, 8 * layers));
+static_assert(tp_train.expect_in_block(tp_step, 0, model::phase::optimizer, collective::all_reduce, 12 * layers));
 constexpr auto sp_train = model::verified<gpt::make_step<layers, gpt::variant::sequence_parallel>>();
 static_assert(sp_train.count_in_block(0, model::phase::backward, collective::all_gather) == 2 * layers);
 static_assert(sp_train.count_in_block(0, model::phase::backward, collective::reduce_scatter) == 2 * layers);

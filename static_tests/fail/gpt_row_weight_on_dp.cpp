@@ -1,6 +1,6 @@
-// expect: plan_fails_at_operator[<(]15,
+// expect: plan_fails_at_operator[<(]19,
 // The GPT plan with attention's row-parallel weight split on the dp mesh dim does not compile:
-// operator 15 ("attn.out") sees its contracted axis sharded on mesh dim 1 by the activations
+// operator 19 ("attn.o") sees its contracted axis sharded on mesh dim 1 by the activations
 // and on mesh dim 0 by the weight. The diagnostic names the operator's index and the conflict.
 #include "../../examples/gpt/gpt_plan.hpp"
 

@@ -1,7 +1,7 @@
 // expect: needs an unexpected local_slice on mesh dim
 // The GPT plan with the MLP's first weight split by rows instead of columns propagates, but
 // the report's check that each layer has only its two all-reduces fails, naming the operator
-// ("mlp.up"), the operand and the mesh dim of the first unexpected reshard.
+// ("mlp.fc"), the operand and the mesh dim of the first unexpected reshard.
 #include "../../examples/gpt/gpt_plan.hpp"
 
 #ifdef CTSPMD_KO

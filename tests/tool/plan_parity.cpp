@@ -57,16 +57,15 @@ void check_parity(const Plan& forward, model::tensor_id loss, const model::train
 }  // namespace
 
 TEST_CASE("GPT, two layers: typed and JSON plans give the same answers") {
-  const auto p = gpt::make_plan<2>();
-  model::tensor_id loss{p.tensor_count() - 1};
-  REQUIRE(p.tensor_at(loss.index).name == "loss");
-  check_parity(p, loss, {}, json::object());
+  const auto m = gpt::make_model<2>();
+  REQUIRE(m.plan.tensor_at(m.loss.index).name == "loss");
+  check_parity(m.plan, m.loss, {}, json::object());
 }
 
 TEST_CASE("GPT with sequence parallelism, ZeRO-1 over dp and selective recomputation") {
-  const auto p = gpt::make_plan<3, gpt::variant::sequence_parallel>();
+  const auto m = gpt::make_model<3, gpt::variant::sequence_parallel>();
   const model::training_options options{.shard_optimizer_states_on = 0, .recompute = model::recompute::selective};
-  check_parity(p, {p.tensor_count() - 1}, options, {{"shard_optimizer_states_on", 0}, {"recompute", "selective"}});
+  check_parity(m.plan, m.loss, options, {{"shard_optimizer_states_on", 0}, {"recompute", "selective"}});
 }
 
 TEST_CASE("Llama, two layers: typed and JSON plans give the same answers") {

@@ -493,6 +493,30 @@ class plan {
     info.annotation = attr;
   }
 
+  /// Replaces the layout tensor `t` was declared or annotated with (none: as `annotate`): a
+  /// built plan edited, such as a model of `<ctspmd/models/...>` with one weight laid out
+  /// otherwise. A block's input is an error.
+  constexpr void reannotate(tensor_id t, const tensor_dist_attr& attr) {
+    tensors_[checked(t)].annotated = false;
+    annotate(t, attr);
+  }
+
+  /// Leaves tensor `t`'s layout to propagation (or to `model::search`): a built plan edited, as
+  /// with `reannotate`.
+  constexpr void unannotate(tensor_id t) {
+    auto& info = tensors_[checked(t)];
+    info.annotated = false;
+    info.annotation = {};
+  }
+
+  /// The first tensor declared with name `name`; none is an error naming it.
+  constexpr tensor_id tensor_named(std::string_view name) const {
+    for (std::size_t t = 0; t < tensor_count_; ++t)
+      if (tensors_[t].name == name) return {t};
+    raise(make_error(error_kind::not_found, name, "the plan has no tensor of this name"));  // "w_down: ..."
+    return {};
+  }
+
   /// The operator `Op` (a registered name) reading `inputs` and writing `outputs`.
   template <fixed_string Op>
   constexpr void op(std::initializer_list<tensor_id> inputs, std::initializer_list<tensor_id> outputs,

@@ -293,6 +293,37 @@ struct search_candidates {
 };
 
 /// The dynamic programming of tier 1 (see the file comment) over plan `p`.
+/// The plan-level options tried with each candidate: `o.training`, then ZeRO's stages over
+/// `zero_dim` and the recomputations asked for.
+constexpr static_vector<training_options, 12> option_sets(const search_options& o) {
+  static_vector<training_options, 12> out;
+  static_vector<training_options, 4> zero;
+  zero.push_back(o.training);
+  if (o.zero_dim >= 0)
+    for (std::int64_t stage = 1; stage <= 3; ++stage) {
+      training_options t = o.training;
+      t.shard_optimizer_states_on = o.zero_dim;
+      t.zero_stage = stage;
+      // a second dim is kept only with the dim it pairs with, and never the same dim twice
+      if (o.training.shard_optimizer_states_on != o.zero_dim || t.shard_optimizer_states_also_on == o.zero_dim)
+        t.shard_optimizer_states_also_on = -1;
+      if (!(t.stage() == o.training.stage() && t.shard_optimizer_states_on == o.training.shard_optimizer_states_on &&
+            t.shard_optimizer_states_also_on == o.training.shard_optimizer_states_also_on))
+        zero.push_back(t);
+    }
+  for (const auto& z : zero) {
+    out.push_back(z);
+    if (o.try_recompute)
+      for (auto r : {recompute::none, recompute::selective, recompute::full})
+        if (r != z.recompute) {
+          training_options t = z;
+          t.recompute = r;
+          out.push_back(t);
+        }
+  }
+  return out;
+}
+
 template <std::size_t T, std::size_t O>
 class layout_search {
  public:
@@ -764,26 +795,29 @@ class layout_search {
     return run_op(next, step_);
   }
   // A lower bound of the bytes a device holds for trainable tensor t laid out as `a` (0 for
-  // another tensor), whatever option the search tries: the parameter, its gradient and its
-  // optimizer's moments (and master copy), all split over the ZeRO dim tried (stage 3) when t is
-  // not split over it already. Kept activations and transients are not counted: a state over the
-  // memory limit by this bound cannot fit, and is dropped.
+  // another tensor), whatever option set the search tries (`option_sets`): the parameter, its
+  // gradient and its optimizer's moments (and master copy), the states split over the set's ZeRO
+  // dims (those that do not split t already), the gradient too from stage 2, the parameter from
+  // stage 3; the least over the sets. Kept activations and transients are not counted: a state
+  // over the memory limit by this bound cannot fit, and is dropped.
   constexpr double persistent(size_t t, const tensor_dist_attr& a) const {
     const auto& info = p_.tensor_at(t);
     if (!info.trainable) return 0;
-    const auto& tr = o_.training;
-    const double e = static_cast<double>(info.element_bytes);
-    const double per_element = e + static_cast<double>(tr.gradient_element_bytes > 0 ? tr.gradient_element_bytes : info.element_bytes) +
-                               static_cast<double>(tr.state_element_bytes) * (tr.master_weights ? 3 : 2);
-    std::int64_t zero = o_.zero_dim, also = -1;
-    if (zero < 0) {
-      zero = tr.shard_optimizer_states_on;
-      also = tr.shard_optimizer_states_also_on;
+    const double elements_here = elements(info.shape, a);
+    double least = -1;
+    for (const auto& tr : option_sets_) {
+      const double parameter = static_cast<double>(info.element_bytes);
+      const double gradient =
+          static_cast<double>(tr.gradient_element_bytes > 0 ? tr.gradient_element_bytes : info.element_bytes);
+      const double moments = static_cast<double>(tr.state_element_bytes) * (tr.master_weights ? 3 : 2);
+      double n = 1;
+      if (tr.stage() > 0)
+        for (auto m : {tr.shard_optimizer_states_on, tr.shard_optimizer_states_also_on})
+          if (m >= 0 && m < p_.mesh().ndim() && !a.shards(m)) n *= static_cast<double>(p_.mesh().dim_size(m));
+      const double bytes = parameter / (tr.stage() >= 3 ? n : 1) + gradient / (tr.stage() >= 2 ? n : 1) + moments / n;
+      if (least < 0 || bytes < least) least = bytes;
     }
-    double n = 1;
-    for (auto m : {zero, also})
-      if (m >= 0 && m < p_.mesh().ndim() && !a.shards(m)) n *= static_cast<double>(p_.mesh().dim_size(m));
-    return elements(info.shape, a) * per_element / n;
+    return elements_here * least;
   }
   // The seconds the optimizer step takes a device for trainable tensor t laid out as `a` (0 for
   // another tensor): adamw's kernel, as the exact cost counts it (an output element a FLOP; the
@@ -978,6 +1012,7 @@ class layout_search {
   const plan<T, O>& p_;
   const cluster& c_;
   search_options o_;
+  static_vector<training_options, 12> option_sets_ = option_sets(o_);  ///< what `persistent` bounds
   std::array<std::uint16_t, T> input_of_{};
   static_vector<std::uint16_t, max_search_inputs> inputs_{};
   std::array<step, O> steps_{};  ///< one per operator (a block's body once)
@@ -1010,36 +1045,6 @@ class layout_search {
   spmd_info fwd_{}, bwd_{}, again_{};
 };
 
-/// The plan-level options tried with each candidate: `o.training`, then ZeRO's stages over
-/// `zero_dim` and the recomputations asked for.
-constexpr static_vector<training_options, 12> option_sets(const search_options& o) {
-  static_vector<training_options, 12> out;
-  static_vector<training_options, 4> zero;
-  zero.push_back(o.training);
-  if (o.zero_dim >= 0)
-    for (std::int64_t stage = 1; stage <= 3; ++stage) {
-      training_options t = o.training;
-      t.shard_optimizer_states_on = o.zero_dim;
-      t.zero_stage = stage;
-      // a second dim is kept only with the dim it pairs with, and never the same dim twice
-      if (o.training.shard_optimizer_states_on != o.zero_dim || t.shard_optimizer_states_also_on == o.zero_dim)
-        t.shard_optimizer_states_also_on = -1;
-      if (!(t.stage() == o.training.stage() && t.shard_optimizer_states_on == o.training.shard_optimizer_states_on &&
-            t.shard_optimizer_states_also_on == o.training.shard_optimizer_states_also_on))
-        zero.push_back(t);
-    }
-  for (const auto& z : zero) {
-    out.push_back(z);
-    if (o.try_recompute)
-      for (auto r : {recompute::none, recompute::selective, recompute::full})
-        if (r != z.recompute) {
-          training_options t = z;
-          t.recompute = r;
-          out.push_back(t);
-        }
-  }
-  return out;
-}
 
 /// Candidate `entry` of `cand` under `options`, its cost not yet known: the layouts it chooses.
 template <std::size_t T, std::size_t O>

@@ -92,7 +92,10 @@ constexpr built_model<gpt_plan> gpt(const gpt_config& c, const process_mesh& mes
   p.op<"c_embedding">({wte, ids}, {emb}, {.vocab_size = vocab}, "embed");  // partial over tp
   auto tok = d.tensor("emb.tokens", act, outside, bf16);
   p.op<"assign">({emb}, {tok}, {}, "embed.reduce");
-  auto positions = p.tensor("position_ids", {batch, seq}, tokens, int64);
+  // The positions laid out as the token embeddings they are added to (with sp, each tp rank its
+  // part of the sequence; under cp together with sp, a co-shard the add could not merge with
+  // the cp split alone).
+  auto positions = p.tensor("position_ids", {batch, seq}, tensor_dist_attr(mesh, {detail::dims_of(on_dp), seq_outside}), int64);
   auto wpe = p.parameter("wpe", {c.n_positions, hidden}, bf16);
   auto pos = p.tensor("emb.positions", act, bf16);
   p.op<"embedding">({positions, wpe}, {pos}, {}, "embed.positions");
