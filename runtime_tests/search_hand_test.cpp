@@ -5,11 +5,13 @@
 // data parallelism alone), every plan costed exactly with the same training options on H100 nodes.
 //
 // Where it stands (2 layers, 16 sequences of 2,048 tokens): never slower than data parallelism
-// or Megatron's split; Megatron with sequence parallelism is 4.6% to 6% faster in three of the
-// eight cases (GPT on [2, 8] with the data over mesh dim 0 and on [4, 2] over mesh dim 1, Llama on
-// [2, 8] over mesh dim 0): it changes six reshard points at once, where the exact moves change one
-// and the dynamic programming's beam loses it. The test holds the search to that: no hand plan
-// more than 10% faster; the goal is 0%.
+// or Megatron's split; Megatron with sequence parallelism is 3.2% and 6.4% faster in two of the
+// eight cases (GPT on [2, 8] with the data over mesh dim 0 and on [4, 2] over mesh dim 1): it
+// changes its reshard points together, where the exact moves change one and the dynamic
+// programming's estimate does not rank it first. The test holds the search to that: no hand plan
+// more than 10% faster; the goal is 0%. Llama-3-8B's 32 layers on [dp 2, tp 8]: no hand plan is
+// faster (until the dynamic programming ranked states by what their partial sums owe, Megatron
+// with SP was 17% faster there).
 #include <ctspmd/model/search.hpp>
 #include <ctspmd/models/gpt.hpp>
 #include <ctspmd/models/llama.hpp>
@@ -68,6 +70,28 @@ TEST_CASE("search: no hand-written plan more than 10% faster, none faster with d
       return models::llama(llama, mesh, l, {.seq = 2048, .micro_batch = micro});
     });
   }
+}
+
+TEST_CASE("search: Llama-3-8B's 32 layers on [dp 2, tp 8] H100s, nothing annotated but the data: no hand plan is faster") {
+  const process_mesh mesh({2, 8});
+  const auto c = model::h100_cluster(mesh);
+  const model::search_options o{.training = {.gradient_element_bytes = 4, .master_weights = true}};
+  const auto made = [&](models::layout l) {
+    return std::make_unique<models::built_model<models::llama_plan>>(
+        models::llama(models::llama3_8b, mesh, l, {.seq = 8192, .micro_batch = 4}));
+  };
+  const auto free = made({.dp = 0, .tp = 1, .annotated = false});
+  const auto found = model::search(free->plan, free->loss, c, o);
+  REQUIRE(found.ok());
+  const double searched = found.best().step_seconds();
+  const double megatron = exact_seconds(*made({.dp = 0, .tp = 1}), o.training, c);
+  const double megatron_sp = exact_seconds(*made({.dp = 0, .tp = 1, .sp = true}), o.training, c);
+  const double data_parallel = exact_seconds(*made({.dp = 0}), o.training, c);
+  MESSAGE("Llama-3-8B, 32 layers: search " << searched << " s, Megatron " << megatron << " s, Megatron + SP " << megatron_sp
+                                           << " s, data parallel " << data_parallel << " s");
+  CHECK(searched <= megatron);
+  CHECK(searched <= megatron_sp);
+  CHECK(searched <= data_parallel);
 }
 
 }  // namespace search_hand_test

@@ -187,13 +187,16 @@ TEST_CASE("search: one Llama-3-8B layer, as static_tests/model/search_llama_test
   // (`searched` does not improve by exact moves: compared without them)
   const auto found = model::search(*m.p, m.out, model::h100_cluster(dp_mp), {.improve = false});
   const auto& best = found.best();
-  CHECK(found.evaluations == 18);  // 16 candidates, greedy's and data parallelism's
+  CHECK(found.evaluations == 17);  // 16 candidates and greedy's (data parallelism's among them)
+  CHECK(found.infeasible == 0);
   CHECK(best.layout(m.x) == tensor_dist_attr(dp_mp, {1, -1, -1}));  // the batch over mp (NVLink)
-  for (auto name : {"wq", "wk", "wv", "w_gate", "w_up"})
-    CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {-1, 0}), name);  // column parallel over dp
-  for (auto name : {"wo", "w_down"}) CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {0, -1}), name);
-  CHECK(best.step_seconds() > 0.018);
-  CHECK(best.step_seconds() < 0.019);
+  // The attention's weights whole (its work repeated on both dp ranks: nothing of it crosses the
+  // nodes), the MLP column then row parallel over dp.
+  for (auto name : {"wq", "wk", "wv", "wo"}) CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {-1, -1}), name);
+  for (auto name : {"w_gate", "w_up"}) CHECK_MESSAGE(best.layout(m.param(name)) == tensor_dist_attr(dp_mp, {-1, 0}), name);
+  CHECK(best.layout(m.param("w_down")) == tensor_dist_attr(dp_mp, {0, -1}));
+  CHECK(best.step_seconds() > 0.0178);
+  CHECK(best.step_seconds() < 0.0180);
   CHECK(found.greedy.step_seconds() > 1.8 * best.step_seconds());
 }
 

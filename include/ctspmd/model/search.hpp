@@ -25,7 +25,9 @@
 ///    A state is the layout
 ///    of every tensor still to be read (live), with the choices made and an estimate of their
 ///    cost; an operator reading an undecided input branches over its candidates, runs the
-///    operator's rule and adds its estimate; states with the same live layouts are merged,
+///    operator's rule and adds its estimate; states are ranked by their estimate plus what their
+///    live partial sums still owe (a reduce-scatter each: `owed`, so that leaving a sum partial
+///    looks no cheaper than reducing it); states with the same live layouts are merged,
 ///    keeping the two cheapest (the `candidates` cheapest after the last operator: they differ in
 ///    choices only, and a beam of few layouts alike would crowd out other layouts' states, whose
 ///    costs come later), so that the search grows with the operators, not with
@@ -273,6 +275,7 @@ struct search_state {
   std::array<std::uint16_t, max_search_inputs> code{};  ///< per search input its candidate, or 0xffff
   double estimate = 0;
   double memory = 0;        ///< a lower bound of the persistent bytes a device holds (see `persistent`)
+  double owed = 0;          ///< what its live partial tensors' reductions still cost (see `owed`)
   std::uint64_t key = 0;    ///< a hash of `live`
   std::uint8_t group = 0;  ///< (in the search's next list: its group of states with the same `live`)
 };
@@ -621,6 +624,17 @@ class layout_search {
     return s;
   }
   constexpr double seconds(std::int64_t m, double bytes) const { return c_.seconds(m, 1, bytes, "search"); }
+  // What tensor t laid out partial as `a` still owes: its reduction, at least a reduce-scatter
+  // over its partial mesh dims (half an all-reduce's bytes). States are ranked by their estimate
+  // plus what they owe (`ranked`): a state that leaves a sum partial is no cheaper for it, and
+  // such states, alike in estimate, would crowd the beam (a decoder layer's q, k and v, each
+  // split by columns or by rows: eight states alike, seven of them owing reductions).
+  constexpr double owed(size_t t, const tensor_dist_attr& a) const {
+    tensor_dist_attr reduced = a;
+    reduced.clean_partial_status();
+    return reshard_seconds(t, a, reduced) / 2;
+  }
+  static constexpr double ranked(const search_state& s) noexcept { return s.estimate + s.owed; }
   // (Shapes and layouts apart, not dist_tensor_specs: building one checks it, a cost in constant
   // evaluation.)
   static constexpr std::int64_t local(const tensor_shape& shape, const tensor_dist_attr& a, std::int64_t d) {
@@ -876,6 +890,10 @@ class layout_search {
     }
     if (stp.closes >= 0) drop(st, entry_layout);
     for (auto t : stp.dies) drop(st, t);
+    st.owed = 0;  // (a reduction is charged where it happens, at the weight of the step there)
+    for (const auto& l : st.live)
+      if (l.tensor != entry_layout && layouts_[l.layout].is_partial())
+        st.owed += static_cast<double>(stp.weight) * owed(l.tensor, layouts_[l.layout]);
     st.key = hash(st);
     ++created_;
     keep(st);
@@ -946,16 +964,16 @@ class layout_search {
   // the cheapest kept. Branch and bound: once the candidates are full, a state no cheaper than
   // the dearest of them is dropped (an estimate only grows).
   constexpr void keep(search_state& st) {
-    if (phase_ == 0 && result_.entries.size() == o_.candidates && st.estimate >= result_.entries.back().estimate) return;
+    if (phase_ == 0 && result_.entries.size() == o_.candidates && ranked(st) >= result_.entries.back().estimate) return;
     auto& list = lists_[1 - cur_];
-    if (list.size() == width_ && st.estimate >= list[worst_].estimate) return;  // (no cheaper than any)
+    if (list.size() == width_ && ranked(st) >= ranked(list[worst_])) return;  // (no cheaper than any)
     size_t g = 0;
     while (g < groups_.size() && !(groups_[g].count > 0 && groups_[g].key == st.key && groups_[g].live == st.live)) ++g;
     // States alike but for inputs already read: two while operators remain (room in the width for
     // other live layouts), `candidates` after the last (the assignments passed on).
     const size_t per_key = step_ + 1 < step_count_ && per_key_ > 2 ? 2 : per_key_;
     if (g < groups_.size() && groups_[g].count >= per_key) {
-      if (st.estimate < list[groups_[g].worst].estimate) place(groups_[g].worst, st, g);
+      if (ranked(st) < ranked(list[groups_[g].worst])) place(groups_[g].worst, st, g);
       return;
     }
     if (g == groups_.size()) {  // a new group, in an emptied one if any
@@ -968,8 +986,8 @@ class layout_search {
     const size_t k = list.size();
     st.group = static_cast<std::uint8_t>(g);
     list.push_back(st);
-    if (groups_[g].count++ == 0 || st.estimate > list[groups_[g].worst].estimate) groups_[g].worst = static_cast<std::uint8_t>(k);
-    if (k == 0 || st.estimate > list[worst_].estimate) worst_ = k;
+    if (groups_[g].count++ == 0 || ranked(st) > ranked(list[groups_[g].worst])) groups_[g].worst = static_cast<std::uint8_t>(k);
+    if (k == 0 || ranked(st) > ranked(list[worst_])) worst_ = k;
   }
   // Puts `st` of group g, cheaper than the state it replaces, at k; the dearest of the list and
   // of the groups found again (the first of equals, as a scan finds it).
@@ -983,26 +1001,26 @@ class layout_search {
     } else {
       if (--groups_[old].count > 0 && groups_[old].worst == k) dearest(old);
       auto& w = groups_[g].worst;
-      if (groups_[g].count++ == 0 || st.estimate > list[w].estimate || (st.estimate == list[w].estimate && k < w))
+      if (groups_[g].count++ == 0 || ranked(st) > ranked(list[w]) || (ranked(st) == ranked(list[w]) && k < w))
         w = static_cast<std::uint8_t>(k);
     }
     if (k != worst_) return;
     worst_ = list.size();  // the dearest of the groups' dearest
     for (const auto& gr : groups_)
-      if (gr.count > 0 && (worst_ == list.size() || list[gr.worst].estimate > list[worst_].estimate ||
-                           (list[gr.worst].estimate == list[worst_].estimate && gr.worst < worst_)))
+      if (gr.count > 0 && (worst_ == list.size() || ranked(list[gr.worst]) > ranked(list[worst_]) ||
+                           (ranked(list[gr.worst]) == ranked(list[worst_]) && gr.worst < worst_)))
         worst_ = gr.worst;
   }
   constexpr void dearest(size_t g) {  // of group g
     const auto& list = lists_[1 - cur_];
     size_t w = list.size();
     for (size_t j = 0; j < list.size(); ++j)
-      if (list[j].group == g && (w == list.size() || list[j].estimate > list[w].estimate)) w = j;
+      if (list[j].group == g && (w == list.size() || ranked(list[j]) > ranked(list[w]))) w = j;
     groups_[g].worst = static_cast<std::uint8_t>(w);
   }
   static constexpr void sort(states& list) {  // by estimate, stable (insertion sort: a few dozen)
     for (size_t i = 1; i < list.size(); ++i)
-      for (size_t j = i; j > 0 && list[j].estimate < list[j - 1].estimate; --j) {
+      for (size_t j = i; j > 0 && ranked(list[j]) < ranked(list[j - 1]); --j) {
         search_state t = list[j];
         list[j] = list[j - 1];
         list[j - 1] = t;
