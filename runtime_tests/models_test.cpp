@@ -101,6 +101,21 @@ TEST_CASE("models: a built model edited, one weight laid out otherwise (plan::te
               error_kind::invalid_argument, "is annotated on another process mesh");
 }
 
+TEST_CASE("models: left to the search, the data is split as the layout says, or not laid out at all") {
+  const process_mesh mesh({2, 8});
+  const auto with_dp = std::make_unique<models::built_model<models::llama_plan>>(
+      models::llama(models::llama3_8b, mesh, {.dp = 0, .annotated = false}, {.seq = 1024}));
+  const auto bare = std::make_unique<models::built_model<models::llama_plan>>(
+      models::llama(models::llama3_8b, mesh, {.annotated = false}, {.seq = 1024}));
+  for (const char* name : {"ids", "position_ids", "labels"}) {
+    CHECK_MESSAGE(with_dp->plan.tensor_at(with_dp->plan.tensor_named(name).index).annotated, name);
+    CHECK_MESSAGE(!bare->plan.tensor_at(bare->plan.tensor_named(name).index).annotated, name);
+  }
+  CHECK(with_dp->plan.tensor_at(with_dp->plan.tensor_named("ids").index).annotation.dims_mapping() == dims_mapping{0, -1});
+  for (const char* name : {"wq", "x0", "attn.in"})
+    CHECK_MESSAGE(!bare->plan.tensor_at(bare->plan.tensor_named(name).index).annotated, name);
+}
+
 TEST_CASE("models: every bad config or layout is an error naming it") {
   const auto kind = error_kind::invalid_argument;
   models::llama_config c = models::llama3_8b;

@@ -92,6 +92,19 @@ TEST_CASE("search: Llama-3-8B's 32 layers on [dp 2, tp 8] H100s, nothing annotat
   CHECK(searched <= megatron);
   CHECK(searched <= megatron_sp);
   CHECK(searched <= data_parallel);
+  // Nothing annotated at all (the data's split searched too), within 40 GiB: none of the
+  // dynamic programming's candidates fits, and the exact moves start from the one least over the
+  // limit, towards it.
+  const auto bare = std::make_unique<models::built_model<models::llama_plan>>(
+      models::llama(models::llama3_8b, mesh, {.annotated = false}, {.seq = 8192, .micro_batch = 8}));
+  model::search_options limited = o;
+  limited.memory_limit = 40 * model::GiB;
+  const auto fit = model::search(bare->plan, bare->loss, c, limited);
+  REQUIRE(fit.ok());
+  CHECK(fit.best().cost.memory().peak <= limited.memory_limit);
+  CHECK(!fit.improvements.empty());
+  MESSAGE("within 40 GiB: " << fit.best().step_seconds() << " s, peak "
+                            << static_cast<double>(fit.best().cost.memory().peak) / static_cast<double>(model::GiB) << " GiB");
 }
 
 }  // namespace search_hand_test

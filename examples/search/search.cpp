@@ -1,9 +1,11 @@
 // Finding a plan: model::search lays out the unannotated inputs of a forward plan and chooses the
 // step's options, ranked by the exact cost of each candidate's training step (README, "Tutorial
-// 8"). This example searches Alpa's MLP on a slow and a fast mesh dim, and 32 Llama-3-8B layers
-// on [dp 2, mp 8] H100s with and without a memory limit, and prints what it finds.
+// 8"). This example searches Alpa's MLP on a slow and a fast mesh dim, and Llama-3-8B (the model
+// library's, 32 layers, nothing annotated, not even the data) on [2, 8] H100s with and without a
+// memory limit, prints what it finds, and Megatron's layouts written by hand, costed the same way.
 #include <ctspmd/dist/format.hpp>
 #include <ctspmd/model/search.hpp>
+#include <ctspmd/models/llama.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -55,15 +57,28 @@ int main() {
     if (found.greedy_feasible) print(*p, found.greedy, "greedy (per operator)");
   }
   {
-    const auto p = std::make_unique<search_plans::llama_plan_type>(search_plans::llama(32));
-    const auto cluster = model::h100_cluster(search_plans::llama_mesh);
+    const process_mesh mesh({2, 8});
+    const auto cluster = model::h100_cluster(mesh);  // mesh dim 1 inside a node, dim 0 across
+    const auto built = [&](models::layout l, std::int64_t micro_batch) {
+      return std::make_unique<models::built_model<models::llama_plan>>(
+          models::llama(models::llama3_8b, mesh, l, {.seq = 8192, .micro_batch = micro_batch}));
+    };
+    const auto m = built({.annotated = false}, 8);  // 8 sequences a step, their split searched too
     model::search_options o{.training = {.gradient_element_bytes = 4, .master_weights = true}};
-    const auto found = timed_search(*p, search_plans::llama_loss, cluster, o, "Llama-3-8B, 32 layers, [dp 2, mp 8]");
-    print(*p, found.best(), "best");
+    const auto found = timed_search(m->plan, m->loss, cluster, o, "Llama-3-8B, 32 layers, [2, 8]");
+    print(m->plan, found.best(), "best");
+    for (const auto& [what, l] : {std::pair{"Megatron (data over dim 0, tp over dim 1)", models::layout{.dp = 0, .tp = 1}},
+                                  std::pair{"Megatron with sequence parallelism", models::layout{.dp = 0, .tp = 1, .sp = true}}}) {
+      const auto hand = built(l, 4);
+      model::search_options exact = o;
+      exact.improve = false;
+      std::printf("  %s, written by hand: %.4f s a step\n", what,
+                  model::search(hand->plan, hand->loss, cluster, exact).best().step_seconds());
+    }
     o.memory_limit = 40 * model::GiB;
     o.zero_dim = 0;
     o.try_recompute = true;
-    const auto fit = timed_search(*p, search_plans::llama_loss, cluster, o, "the same within 40 GiB");
-    print(*p, fit.best(), "best");
+    const auto fit = timed_search(m->plan, m->loss, cluster, o, "the same within 40 GiB");
+    print(m->plan, fit.best(), "best");
   }
 }

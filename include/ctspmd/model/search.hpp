@@ -61,7 +61,10 @@
 ///    plan input at a time, every other candidate layout of it evaluated exactly under the best
 ///    plan's options, and then each option set tried on the layouts as they are; a change that
 ///    lowers the exact step time (and fits the memory limit) is kept, and passes repeat until none
-///    does: the result is a local optimum of the exact cost, whatever the estimate missed.
+///    does: the result is a local optimum of the exact cost, whatever the estimate missed. When no
+///    candidate fits the memory limit, the moves start from the one least over it, with the whole
+///    budget, and a move is kept first if it brings the peak nearer the limit (then, once it fits,
+///    if it is faster).
 ///    `search_result::improvements` lists the layouts' moves. At most `improve_budget` exact
 ///    evaluations (256 by default, half for each start): at the budget the moves made so far stay.
 ///
@@ -1152,11 +1155,19 @@ constexpr searched_plan improve(const plan<T, O>& p, tensor_id loss, const clust
   };
   const std::size_t budget = r.evaluations + o.improve_budget;
   const auto spent = [&] { return r.evaluations >= budget; };
-  const auto fits = [&](bool ok) {
+  // How far a plan's peak is over the memory limit (0: it fits).
+  const auto excess = [&](const searched_plan& s) {
+    return o.memory_limit > 0 && s.cost.memory().peak > o.memory_limit ? s.cost.memory().peak - o.memory_limit : 0;
+  };
+  const auto runs = [&](bool ok) {  // an evaluation: whether it propagated (one over the limit is counted infeasible)
     ++r.evaluations;
-    if (ok && !(o.memory_limit > 0 && trial->cost.memory().peak > o.memory_limit)) return true;
-    ++r.infeasible;
-    return false;
+    if (!ok || excess(*trial) > 0) ++r.infeasible;
+    return ok;
+  };
+  // Better: nearer the limit while over it (a start none of the candidates' fits), then faster.
+  const auto preferred = [&](const searched_plan& a, const searched_plan& b) {
+    const auto ea = excess(a), eb = excess(b);
+    return ea != eb ? ea < eb : a.step_seconds() < b.step_seconds() * (1 - 1e-12);
   };
   for (bool moved = true; moved && moves.size() < max_improvements && !spent();) {
     moved = false;
@@ -1169,8 +1180,8 @@ constexpr searched_plan improve(const plan<T, O>& p, tensor_id loss, const clust
         tensor_dist_attr a;
         if (code == was || !candidate_layout(p.mesh(), p.tensor_at(cand.inputs[i]).shape, code, a, cand.co_shard)) continue;
         codes[i] = static_cast<std::uint16_t>(code);
-        if (!fits(evaluate(p, loss, c, cand, e, best->training, *trial))) continue;
-        if (trial->step_seconds() < best->step_seconds() * (1 - 1e-12)) {
+        if (!runs(evaluate(p, loss, c, cand, e, best->training, *trial))) continue;
+        if (preferred(*trial, *best)) {
           moves.push_back({tensor_id{cand.inputs[i]}, layout_of(i, better), a, best->step_seconds(), trial->step_seconds()});
           *best = *trial;
           better = static_cast<std::uint16_t>(code);
@@ -1181,8 +1192,8 @@ constexpr searched_plan improve(const plan<T, O>& p, tensor_id loss, const clust
     }
     for (const auto& t : sets) {  // the step's options too, on the layouts as they now are
       if (spent()) break;
-      if (t == best->training || !fits(evaluate(p, loss, c, cand, e, t, *trial))) continue;
-      if (trial->step_seconds() < best->step_seconds() * (1 - 1e-12)) {
+      if (t == best->training || !runs(evaluate(p, loss, c, cand, e, t, *trial))) continue;
+      if (preferred(*trial, *best)) {
         *best = *trial;
         moved = true;
       }
@@ -1216,6 +1227,8 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
   r.states = cand.states;
   r.work = cand.work;
   const auto sets = detail::option_sets(o);
+  detail::heap<searched_plan> least;  // of the candidates over the memory limit, the one least over it
+  std::size_t least_entry = cand.entries.size();
   for (std::size_t e = 0; e < cand.entries.size(); ++e)
     for (const auto& t : sets) {
       detail::heap<searched_plan> found;
@@ -1224,9 +1237,24 @@ constexpr search_result search(const plan<T, O>& p, tensor_id loss, const cluste
         ++r.infeasible;
         continue;
       }
+      if (o.memory_limit > 0 && found->cost.memory().peak > o.memory_limit &&
+          (least_entry == cand.entries.size() || found->cost.memory().peak < least->cost.memory().peak)) {
+        *least = *found;
+        least_entry = e;
+      }
       detail::rank(r, *found, o);
     }
-  if (!o.improve || !r.ok()) return r;
+  if (!o.improve) return r;
+  if (!r.ok()) {  // none fits: tier 3 from the candidate least over the limit, towards it first
+    if (least_entry == cand.entries.size()) return r;
+    static_vector<improvement, max_improvements> moves;
+    const searched_plan got = detail::improve(p, loss, c, cand, least_entry, *least, o, sets, r, moves);
+    if (!(got.cost.memory().peak > o.memory_limit)) {
+      detail::rank(r, got, o);
+      r.improvements = moves;
+    }
+    return r;
+  }
   // Tier 3 from each of the best two plans found, half the budget each; the fastest result, with
   // its moves.
   const std::size_t starts = r.plans.size() < 2 ? r.plans.size() : 2;

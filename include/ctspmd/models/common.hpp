@@ -11,7 +11,8 @@
 /// between the tensor-parallel regions), context (`cp`: the sequence, attention gathering keys
 /// and values), expert (`ep`) and pipeline (`pp`: a mesh dim that holds every tensor whole, the
 /// layers being the plan's repeated block, which `model::pipeline` splits over it). With
-/// `annotated = false` nothing is annotated but the data's batch dim (for `model::search`).
+/// `annotated = false` nothing is annotated but the data, split as dp, cp and ep say (for
+/// `model::search`); with none of those, nothing at all (the search splits the data too).
 
 #include <cstddef>
 #include <cstdint>
@@ -128,6 +129,15 @@ constexpr void check_experts(std::int64_t experts, std::int64_t top_k, double ca
                      top_k, experts));
   if (!(capacity_factor > 0) || capacity_factor > 1e6)
     raise(make_error(error_kind::invalid_argument, "models", "the capacity factor must be positive (and at most 10^6)"));
+}
+
+/// Declares a data tensor (token ids, positions, labels) of layout `l` laid out as `a`: always,
+/// but when `l` leaves everything to the search (`annotated` false and no dp, cp or ep).
+template <class Plan>
+constexpr model::tensor_id data_tensor(Plan& p, const layout& l, std::string_view name, const tensor_shape& s,
+                                       const tensor_dist_attr& a) {
+  const bool laid_out = l.annotated || l.dp >= 0 || l.cp >= 0 || l.ep >= 0;
+  return laid_out ? p.tensor(name, s, a, model::int64) : p.tensor(name, s, model::int64);
 }
 
 /// Declares tensors and parameters annotated, or not if the layout leaves them to the search.

@@ -86,7 +86,7 @@ constexpr built_model<gpt_plan> gpt(const gpt_config& c, const process_mesh& mes
   const tensor_dist_attr inside(mesh, {detail::dims_of(on_dp), seq_inside, mesh_dims{}});
   const tensor_dist_attr tokens(mesh, {detail::dims_of(on_dp), seq_inside});
 
-  auto ids = p.tensor("ids", {batch, seq}, tokens, int64);
+  auto ids = detail::data_tensor(p, l, "ids", {batch, seq}, tokens);
   auto wte = d.parameter("wte", {vocab, hidden}, {on_mp, -1}, bf16);  // vocabulary-parallel embedding
   auto emb = p.tensor("emb", act, bf16);
   p.op<"c_embedding">({wte, ids}, {emb}, {.vocab_size = vocab}, "embed");  // partial over tp
@@ -95,7 +95,8 @@ constexpr built_model<gpt_plan> gpt(const gpt_config& c, const process_mesh& mes
   // The positions laid out as the token embeddings they are added to (with sp, each tp rank its
   // part of the sequence; under cp together with sp, a co-shard the add could not merge with
   // the cp split alone).
-  auto positions = p.tensor("position_ids", {batch, seq}, tensor_dist_attr(mesh, {detail::dims_of(on_dp), seq_outside}), int64);
+  auto positions =
+      detail::data_tensor(p, l, "position_ids", {batch, seq}, tensor_dist_attr(mesh, {detail::dims_of(on_dp), seq_outside}));
   auto wpe = p.parameter("wpe", {c.n_positions, hidden}, bf16);
   auto pos = p.tensor("emb.positions", act, bf16);
   p.op<"embedding">({positions, wpe}, {pos}, {}, "embed.positions");
@@ -191,8 +192,8 @@ constexpr built_model<gpt_plan> gpt(const gpt_config& c, const process_mesh& mes
   const auto w_lm = c.tie_word_embeddings ? wte : d.parameter("lm_head", {hidden, vocab}, {-1, on_mp}, bf16);
   auto logits = p.tensor("logits", {batch, seq, vocab}, bf16);
   p.op<"matmul">({head_in, w_lm}, {logits}, {.trans_y = c.tie_word_embeddings}, "lm_head");
-  auto labels = p.tensor("labels", {batch, seq, 1}, tensor_dist_attr(mesh, {detail::dims_of(on_dp), seq_inside, mesh_dims{}}),
-                         int64);
+  auto labels =
+      detail::data_tensor(p, l, "labels", {batch, seq, 1}, tensor_dist_attr(mesh, {detail::dims_of(on_dp), seq_inside, mesh_dims{}}));
   auto probs = p.tensor("softmax", {batch, seq, vocab}), token_loss = p.tensor("loss", {batch, seq, 1});
   p.op<"c_softmax_with_cross_entropy">({logits, labels}, {probs, token_loss}, {.nranks = mp}, "loss");
   m.loss = token_loss;

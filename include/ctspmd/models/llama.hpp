@@ -127,7 +127,7 @@ struct llama_decoder {
   /// layer's input.
   constexpr tensor_id embed(Plan& p) {
     const declarer<Plan> d{p, l.annotated};
-    auto ids = p.tensor("ids", {batch, seq}, tokens, int64);
+    auto ids = data_tensor(p, l, "ids", {batch, seq}, tokens);
     wte = d.parameter("wte", {vocab, hidden}, {l.tp, -1}, bf16);
     auto emb = p.tensor("emb", act, bf16);
     // Megatron's vocabulary-parallel embedding: each device looks up the ids in its rows (others
@@ -138,7 +138,7 @@ struct llama_decoder {
     // Rotary tables [1, seq, 1, head_dim] and positions, the same in every layer.
     sin = p.tensor("rope.sin", {1, seq, 1, head_dim}, bf16);
     cos = p.tensor("rope.cos", {1, seq, 1, head_dim}, bf16);
-    pos = l.cp >= 0 ? p.tensor("rope.no_positions", {}) : p.tensor("position_ids", {batch, seq}, tokens, int64);
+    pos = l.cp >= 0 ? p.tensor("rope.no_positions", {}) : data_tensor(p, l, "position_ids", {batch, seq}, tokens);
     return x0;
   }
 
@@ -236,7 +236,7 @@ struct llama_decoder {
     const auto w_lm = c.tie_word_embeddings ? wte : d.parameter("lm_head", {hidden, vocab}, {-1, l.tp}, bf16);
     auto logits = p.tensor("logits", {batch, seq, vocab}, bf16);
     p.template op<"matmul">({head_in, w_lm}, {logits}, {.trans_y = c.tie_word_embeddings}, "lm_head");
-    auto labels = p.tensor("labels", {batch, seq, 1}, tensor_dist_attr(mesh, {batch_dims, seq_inside, mesh_dims{}}), int64);
+    auto labels = data_tensor(p, l, "labels", {batch, seq, 1}, tensor_dist_attr(mesh, {batch_dims, seq_inside, mesh_dims{}}));
     auto probs = p.tensor("softmax", {batch, seq, vocab}), token_loss = p.tensor("loss", {batch, seq, 1});
     // Megatron's vocabulary-parallel cross entropy: each device holds a slice of the vocabulary
     // (its max and sum all-reduces are inside its kernel, not reshards).
