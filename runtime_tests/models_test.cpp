@@ -99,6 +99,10 @@ TEST_CASE("models: a built model edited, one weight laid out otherwise (plan::te
   check_error([&] { (void)m->plan.tensor_named("w_dawn"); }, error_kind::not_found, "w_dawn: the plan has no tensor of this name");
   check_error([&] { m->plan.reannotate(w_down, tensor_dist_attr(process_mesh({4, 4}), dims_mapping{-1, 1})); },
               error_kind::invalid_argument, "is annotated on another process mesh");
+  CHECK(m->plan.tensor_at(w_down.index).annotated);  // left as it was
+  CHECK(m->plan.tensor_at(w_down.index).annotation.dims_mapping() == dims_mapping{-1, 1});
+  m->plan.unannotate(w_down);
+  CHECK(!m->plan.tensor_at(w_down.index).annotated);
 }
 
 TEST_CASE("models: left to the search, the data is split as the layout says, or not laid out at all") {

@@ -309,6 +309,8 @@ TEST_CASE("search: Mixtral-8x7B gets expert parallelism over all-to-alls: the ex
   CHECK(best.layout(tensor("to_experts")) == tensor_dist_attr(mixtral::mesh, {{1}, {0}, {}}));
   CHECK(best.layout(tensor("from_experts")) == tensor_dist_attr(mixtral::mesh, {{}, {0, 1}, {}}));
   CHECK(best.cost.collectives(phase::forward, collective::all_to_all).count == 2 * mixtral::layers);
+  // Backward: the two mirrored, and the recomputed forward's two again (full recomputation).
+  CHECK(best.cost.collectives(phase::backward, collective::all_to_all).count == 4 * mixtral::layers);
   CHECK(best.cost.collectives(phase::forward, collective::all_gather).count == 0);
   // The same step time as the example's hand-written plan.
   const auto hand = std::make_unique<models::built_model<mixtral::plan_type>>(mixtral::make_model<mixtral::layers>());

@@ -10,8 +10,9 @@
 //   Mixtral and DeepSeek, ep dividing the experts; dp what remains. The batch is split over dp x ep;
 // - Megatron's tensor parallelism, with sequence parallelism when tp > 1 (not with experts: the
 //   builders refuse it);
-// - micro-batches of 1 or 2 sequences, global batch / (dp x ep x micro-batch size) of them, in a
-//   1F1B pipeline over pp, or interleaved with 2 chunks a stage where the layers allow it;
+// - micro-batches of 1 or 2 sequences, global batch / (dp x ep x micro-batch size) of them (a
+//   configuration the global batch does not divide among is left out), in a 1F1B pipeline over
+//   pp, or interleaved with 2 chunks a stage where the layers allow it;
 // - ZeRO-1 or ZeRO-3 over dp (with cp or ep as a second dim, Megatron's distributed optimizer
 //   over dp x cp), fp32 gradients and master weights; the gradients' reduction and the
 //   parameters' gathers overlapped (Megatron's --overlap-grad-reduce, --overlap-param-gather);
@@ -50,8 +51,8 @@ configuration of the grid below is built by the model library and costed, and th
                        Qwen2ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, DeepseekV3ForCausalLM)
   --devices N          the devices to train on
   --seq S              tokens a sequence (default 4096; GPT: at most n_positions)
-  --global-batch B     sequences a step (default: 2 x N; rounded down to a multiple of the
-                       sequences a micro-batch step takes)
+  --global-batch B     sequences a step (default: 2 x N; a configuration it does not divide
+                       among, data-parallel ranks x micro-batch size, is left out)
   --cluster NAME       the nodes: a100, h100 (default), h200, b200, mi300x
   --memory GIB         a device's memory (default 80)
   --top K              the configurations printed (default 10)
@@ -76,7 +77,8 @@ struct options {
 
 /// One configuration of the grid, and what it costs once evaluated.
 struct configuration {
-  std::int64_t pp = 1, dp = 1, ep = 1, cp = 1, tp = 1, micro_batch = 1, micro_batches = 1, zero = 1;
+  std::int64_t pp = 1, dp = 1, ep = 1, cp = 1, tp = 1, micro_batch = 1, micro_batches = 1;
+  std::int64_t zero = 1;  ///< ZeRO's stage (0 when nothing is data parallel)
   std::string schedule = "1f1b", recompute = "none";
   double step_seconds = 0, mfu = 0, tokens_per_second = 0;
   std::int64_t peak_memory = 0;
@@ -86,7 +88,7 @@ std::int64_t field(const json& c, const char* name, std::int64_t fallback) {
   return c.contains(name) && c.at(name).is_number_integer() ? c.at(name).get<std::int64_t>() : fallback;
 }
 
-/// The model request of configuration `c` of model `config`, with recomputation `recompute`.
+/// The model request of configuration `c` of model `config`.
 json request_of(const json& config, const configuration& c, std::int64_t seq, bool experts, const std::string& cluster) {
   json mesh = json::array(), names = json::array(), layout = json::object();
   const std::pair<const char*, std::int64_t> dims[] = {{"pp", c.pp}, {"dp", c.dp}, {"ep", c.ep}, {"cp", c.cp}, {"tp", c.tp}};
@@ -116,7 +118,7 @@ json request_of(const json& config, const configuration& c, std::int64_t seq, bo
           {"cluster", cluster}};
 }
 
-/// "pp 2 · dp 16 · tp 2": the dims of `c` larger than 1 (or "1 device").
+/// "pp2 dp16 tp2": the dims of `c` larger than 1 (or "1 device").
 std::string mesh_text(const configuration& c) {
   std::string s;
   for (const auto& [name, size] : {std::pair{"pp", c.pp}, std::pair{"dp", c.dp}, std::pair{"ep", c.ep},
@@ -176,14 +178,17 @@ int run(const options& o) {
         for (std::int64_t ep = 1; ep <= (experts ? data : 1); ++ep) {
           if (data % ep != 0 || routed % ep != 0) continue;
           for (std::int64_t micro_batch : {1, 2}) {
+            // Every configuration runs the whole global batch: those it does not divide among
+            // are left out, so that step times compare like with like.
+            if (global_batch % (data * micro_batch) != 0) continue;
             const std::int64_t micro_batches = global_batch / (data * micro_batch);
-            if (micro_batches < 1) continue;
             for (const char* schedule : {"1f1b", "interleaved"}) {
               if (std::string_view(schedule) == "interleaved" && (pp == 1 || split % (2 * pp) != 0 || micro_batches % pp != 0))
                 continue;
               for (std::int64_t zero : {1, 3}) {
                 if (zero == 3 && data * cp == 1) continue;  // nothing to shard over
-                grid.push_back({pp, data / ep, ep, cp, tp, micro_batch, micro_batches, zero, schedule, "none", 0, 0, 0, 0});
+                grid.push_back({pp, data / ep, ep, cp, tp, micro_batch, micro_batches, data * cp == 1 ? 0 : zero, schedule, "none",
+                                0, 0, 0, 0});
               }
             }
           }
@@ -197,19 +202,23 @@ int run(const options& o) {
   const double limit = o.memory_gib * 1024.0 * 1024.0 * 1024.0;
   for (std::size_t i = 0; i < grid.size(); ++i) {
     progress(i, grid.size());
-    configuration c = grid[i];
+    configuration c = grid[i], tried = c;
     bool built = false;
     for (const char* recompute : {"none", "selective", "full"}) {
-      c.recompute = recompute;
+      tried.recompute = recompute;
       try {
-        const json p = ctspmd_requests::model_answer(request_of(config, c, seq, experts, o.cluster)).at("pipeline");
+        const json p = ctspmd_requests::model_answer(request_of(config, tried, seq, experts, o.cluster)).at("pipeline");
+        tried.step_seconds = p.at("step_seconds").get<double>();
+        tried.mfu = p.at("mfu").get<double>();
+        tried.peak_memory = p.at("peak_memory").get<std::int64_t>();
+        c = tried;
         built = true;
-        c.step_seconds = p.at("step_seconds").get<double>();
-        c.mfu = p.at("mfu").get<double>();
-        c.peak_memory = p.at("peak_memory").get<std::int64_t>();
       } catch (const std::exception& e) {
-        ++refusals[e.what()];  // a layout the model's sizes do not allow
-        break;
+        if (!built) {  // a layout the model's sizes (or the mesh's dims) do not allow
+          ++refusals[e.what()];
+          break;
+        }
+        continue;  // (one recomputation refused: the next may do)
       }
       if (static_cast<double>(c.peak_memory) <= limit) break;
     }
@@ -264,7 +273,7 @@ int run(const options& o) {
               arch.c_str(), static_cast<long long>(counts.at("parameters").get<std::int64_t>()),
               static_cast<long long>(counts.at("active_parameters").get<std::int64_t>()),
               static_cast<long long>(o.devices), static_cast<long long>(seq), static_cast<long long>(global_batch));
-  std::printf("%zu configurations costed: %zu refused by the model's sizes, %zu over %.0f GiB; the fastest:\n",
+  std::printf("%zu configurations costed: %zu refused by the model's sizes or the mesh's dims, %zu over %.0f GiB; the fastest:\n",
               grid.size(), refused, too_large, o.memory_gib);
   std::printf("%-22s %5s %7s %-11s %4s %-9s %10s %8s %6s %11s\n", "mesh", "micro", "batches", "schedule", "zero",
               "recompute", "memory GiB", "step s", "MFU %", "tokens/s");

@@ -481,30 +481,20 @@ class plan {
   /// Annotates tensor `t`, declared without a layout, with `attr`, as if declared so (what
   /// `model::apply` does with the layouts `model::search` chose; an operator's output is then
   /// pinned). A block's input, or a tensor already annotated, is an error.
-  constexpr void annotate(tensor_id t, const tensor_dist_attr& attr) {
-    auto& info = tensors_[checked(t)];
-    if (info.producer == block_input || info.annotated)
-      raise(make_error(error_kind::invalid_argument, "plan",
-                       "tensor {} is a block's input or already annotated: it cannot be annotated", t.index));
-    if (!(attr.process_mesh() == mesh_))
-      raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is annotated on another process mesh", t.index));
-    dist_tensor_spec::check(info.shape, attr).check();
-    info.annotated = true;
-    info.annotation = attr;
-  }
+  constexpr void annotate(tensor_id t, const tensor_dist_attr& attr) { lay_out(t, attr, false); }
 
   /// Replaces the layout tensor `t` was declared or annotated with (none: as `annotate`): a
   /// built plan edited, such as a model of `<ctspmd/models/...>` with one weight laid out
-  /// otherwise. A block's input is an error.
-  constexpr void reannotate(tensor_id t, const tensor_dist_attr& attr) {
-    tensors_[checked(t)].annotated = false;
-    annotate(t, attr);
-  }
+  /// otherwise. A block's input is an error; on any error the tensor is left as it was.
+  constexpr void reannotate(tensor_id t, const tensor_dist_attr& attr) { lay_out(t, attr, true); }
 
-  /// Leaves tensor `t`'s layout to propagation (or to `model::search`): a built plan edited, as
-  /// with `reannotate`.
+  /// Leaves tensor `t`'s layout to propagation (or to `model::search`, which lays out an
+  /// unannotated `assign` output as a reshard point): a built plan edited, as with `reannotate`.
+  /// A block's input (never annotated) is an error.
   constexpr void unannotate(tensor_id t) {
     auto& info = tensors_[checked(t)];
+    if (info.producer == block_input)
+      raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is a block's input: it has no layout of its own", t.index));
     info.annotated = false;
     info.annotation = {};
   }
@@ -614,6 +604,17 @@ class plan {
   static constexpr std::int64_t block_input = -2;
 
  private:
+  constexpr void lay_out(tensor_id t, const tensor_dist_attr& attr, bool replace) {
+    auto& info = tensors_[checked(t)];
+    if (info.producer == block_input || (info.annotated && !replace))
+      raise(make_error(error_kind::invalid_argument, "plan",
+                       "tensor {} is a block's input or already annotated: it cannot be annotated", t.index));
+    if (!(attr.process_mesh() == mesh_))
+      raise(make_error(error_kind::invalid_argument, "plan", "tensor {} is annotated on another process mesh", t.index));
+    dist_tensor_spec::check(info.shape, attr).check();
+    info.annotated = true;
+    info.annotation = attr;
+  }
   static constexpr std::size_t index_check(std::size_t i, std::size_t n) {
     if (i >= n) raise(make_error(error_kind::invalid_argument, "plan", "index {} is out of range ({} entries)", i, n));
     return i;

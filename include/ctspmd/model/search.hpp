@@ -49,7 +49,8 @@
 ///    once per distinct layouts of its operands (memoised: states that differ elsewhere share
 ///    them); the states with the same live layouts form a group, so merging looks at a few
 ///    groups, not every state; and branch and bound: once `candidates` full assignments are
-///    known, a state no cheaper than the dearest of them is dropped (an estimate only grows).
+///    known, a state whose estimate is no cheaper than the dearest of them is dropped (an
+///    estimate only grows).
 /// 2. **Exact evaluation**: the `candidates` cheapest assignments, the greedy one (below), and
 ///    data parallelism (every parameter replicated, the reshard points left to propagation, other
 ///    inputs as the cheapest candidate has them, so the batch stays split as the data is; its
@@ -175,7 +176,8 @@ struct searched_plan {
 };
 
 /// A move of tier 3 (see the file comment): plan input `tensor` laid out `to` instead of `from`,
-/// which took the step from `before` to `after` seconds.
+/// which took the step from `before` to `after` seconds (faster, except while a plan over the
+/// memory limit is brought under it: then its peak went down).
 struct improvement {
   tensor_id tensor{};
   tensor_dist_attr from{}, to{};
@@ -298,7 +300,6 @@ struct search_candidates {
   bool co_shard = false;  ///< the candidates' codes include co-shards (`search_options::co_shard`)
 };
 
-/// The dynamic programming of tier 1 (see the file comment) over plan `p`.
 /// The plan-level options tried with each candidate: `o.training`, then ZeRO's stages over
 /// `zero_dim` and the recomputations asked for.
 constexpr static_vector<training_options, 12> option_sets(const search_options& o) {
@@ -330,6 +331,7 @@ constexpr static_vector<training_options, 12> option_sets(const search_options& 
   return out;
 }
 
+/// The dynamic programming of tier 1 (see the file comment) over plan `p`.
 template <std::size_t T, std::size_t O>
 class layout_search {
  public:
@@ -964,10 +966,11 @@ class layout_search {
   }
 
   // Adds `st` to the next list: at most per_key_ states with its live layouts, width_ in all,
-  // the cheapest kept. Branch and bound: once the candidates are full, a state no cheaper than
-  // the dearest of them is dropped (an estimate only grows).
+  // the cheapest by `ranked` kept. Branch and bound: once the candidates are full, a state whose
+  // estimate (without what it owes: a lower bound) is no cheaper than the dearest of them is
+  // dropped (an estimate only grows).
   constexpr void keep(search_state& st) {
-    if (phase_ == 0 && result_.entries.size() == o_.candidates && ranked(st) >= result_.entries.back().estimate) return;
+    if (phase_ == 0 && result_.entries.size() == o_.candidates && st.estimate >= result_.entries.back().estimate) return;
     auto& list = lists_[1 - cur_];
     if (list.size() == width_ && ranked(st) >= ranked(list[worst_])) return;  // (no cheaper than any)
     size_t g = 0;
@@ -1021,7 +1024,7 @@ class layout_search {
       if (list[j].group == g && (w == list.size() || ranked(list[j]) > ranked(list[w]))) w = j;
     groups_[g].worst = static_cast<std::uint8_t>(w);
   }
-  static constexpr void sort(states& list) {  // by estimate, stable (insertion sort: a few dozen)
+  static constexpr void sort(states& list) {  // by `ranked`, stable (insertion sort: a few dozen)
     for (size_t i = 1; i < list.size(); ++i)
       for (size_t j = i; j > 0 && ranked(list[j]) < ranked(list[j - 1]); --j) {
         search_state t = list[j];
