@@ -825,6 +825,7 @@ class layout_search {
     const double elements_here = elements(info.shape, a);
     double least = -1;
     for (const auto& tr : option_sets_) {
+      if (tr.recompute != o_.training.recompute) continue;  // (a recomputation's variant: the same ZeRO settings)
       const double parameter = static_cast<double>(info.element_bytes);
       const double gradient =
           static_cast<double>(tr.gradient_element_bytes > 0 ? tr.gradient_element_bytes : info.element_bytes);
