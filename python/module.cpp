@@ -294,9 +294,12 @@ PYBIND11_MODULE(ctspmd, m) {
       py::arg("semantics") = "fluid", py::arg("mesh_names") = py::none(), backward_doc.c_str());
   m.def(
       "verify_plan",
-      [](py::handle plan, bool svg, bool simulate) {
+      [](py::handle plan, bool svg, py::handle simulate) {
         if (!PyDict_Check(plan.ptr())) bad_type("plan", "a dict", plan);
-        const req::json request = {{"plan", to_json(plan, "plan")}, {"svg", svg}, {"simulate", simulate}};
+        if (!PyBool_Check(simulate.ptr()) && !PyDict_Check(simulate.ptr()))
+          bad_type("simulate", "True, False or a dict ({\"load_balanced_context\": True})", simulate);
+        const req::json sim = PyDict_Check(simulate.ptr()) ? to_json(simulate, "simulate") : req::json(simulate.ptr() == Py_True);
+        const req::json request = {{"plan", to_json(plan, "plan")}, {"svg", svg}, {"simulate", sim}};
         return to_python(req::verify_plan_request(request));
       },
       py::arg("plan"), py::arg("svg") = false, py::arg("simulate") = false,
@@ -309,7 +312,8 @@ PYBIND11_MODULE(ctspmd, m) {
       "dim, memory by category, step time; each bar's exact figure in data-bytes / data-count / data-seconds); with "
       "simulate=True, answer[\"simulation\"]: the plan (its training step) run on a simulated mesh with exactly its "
       "reshards and compared with one device (matches, max_relative_error, gradient_error, bytes_match, unnecessary, "
-      "devices, collectives; see the README). A "
+      "devices, collectives; see the README); simulate={\"load_balanced_context\": True} simulates a context-parallel "
+      "sequence in the load-balanced order. A "
       "malformed or failing plan raises SpmdError, whose .details name the operator and operand.");
   // ctspmd.models: the model library's builders (<ctspmd/models/...>), from a Hugging Face config.
   py::module_ models = m.def_submodule("models", "Models built from their Hugging Face config.json.");

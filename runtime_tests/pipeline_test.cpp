@@ -72,6 +72,7 @@ TEST_CASE("pipeline: interleaving with a stage map") {
   CHECK(inter.stage(1).parameters == 4 * layer_bytes);
   CHECK(inter.bubble_fraction() == 1.0 / 8);  // (p - 1) / (v m)
   CHECK(inter.stage(0).in_flight == 2 * (1 + 1.0 / 4));
+  CHECK(inter.stage(1).in_flight == 1.5);  // (v - 1)p + 1 chunk passes of half a micro-batch
   // The same stages without interleaving: the same figures but the bubble and what is in flight.
   auto plain = o;
   plain.schedule = model::pipeline_schedule::one_f_one_b;

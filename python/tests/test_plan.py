@@ -75,6 +75,9 @@ def test_simulate_proves_the_step():
     assert sim["devices"] == 8 and sim["collectives"] > 0
     assert sim["max_relative_error"] < 1e-9 and 0 <= sim["gradient_error"] < 1e-6
     assert "simulation" not in ctspmd.verify_plan(plan)
+    assert ctspmd.verify_plan(plan, simulate={"load_balanced_context": True})["simulation"]["matches"]
+    with pytest.raises(TypeError, match="simulate"):
+        ctspmd.verify_plan(plan, simulate="yes")
     big = mlp(training={"loss": "z"})
     with pytest.raises(ctspmd.SpmdError, match="more than the simulator's"):
         ctspmd.verify_plan(big, simulate=True)

@@ -81,7 +81,9 @@ Plan request (a whole model: every tensor's layout, the reshard report, a traini
                                         each bar's exact figure in data-bytes, data-count, data-seconds)
    "simulate": true                     optional: run it on a simulated mesh (float64, random inputs)
                                         with exactly its reshards, and compare with one device (at
-                                        most 262,144 elements and 64 devices)}
+                                        most 262,144 elements and 64 devices); {"load_balanced_context":
+                                        true}: the same, each device of a context-parallel sequence
+                                        holding chunks i and 2n-1-i of 2n (a causal mask by those positions)}
   TENSOR: {"name": "x", "shape": [8, 1024], "dtype": "bfloat16" (bool, int8, uint8, int16, float16, int32,
            float32 (default), int64, float64) or "element_bytes": 2, "parameter": true (trained),
            and optionally a layout as an OPERAND gives it (its presence annotates the tensor)}
@@ -127,8 +129,8 @@ Plan response:
                             "activations" (per micro-batch), "in_flight", "memory", "flops", "sends",
                             "send_bytes", "compute_seconds", "forward_seconds", "communication_seconds",
                             "exposed_communication_seconds", "send_seconds" (per micro-batch), "reduction_seconds", "gather_seconds",
-                            "exposed_reduction_seconds", "exposed_gather_seconds", "optimizer_seconds"
-                            (per step), "collectives": {COLLECTIVE:
+                            "exposed_reduction_seconds", "exposed_gather_seconds", "optimizer_seconds",
+                            "tied_gradient_bytes", "tied_gradient_seconds" (per step), "collectives": {COLLECTIVE:
                             {"count", "bytes", "seconds"}} (per micro-batch, the sends as
                             "send_recv")}, ...],
                 "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds", "mfu",
@@ -140,7 +142,7 @@ Plan response:
    "svg": "<svg ...>...</svg>",   (with "svg": true)
    "simulation": {"matches", "max_relative_error", "gradient_error", "mismatch", "bytes_match", "byte_mismatches",
                   "unnecessary": [reshards whose removal changes no result], "devices", "collectives"}}
-                                  (with "simulate": true)
+                                  (with "simulate")
   ATTR as above, in the plan's layout form. A failing plan's error names where:
   {"error": {"kind": ..., "message": "operators[3] (operator 3 'fc2'): ...", "at": "operators[3]",
              "operator": 3, "name": "fc2", "rule": "matmul", "operand": "inputs", "phase": ..., "inputs": [0, 1]}}

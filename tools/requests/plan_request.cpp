@@ -41,8 +41,10 @@ constexpr dtype dtypes[] = {{"bool", 1},    {"int8", 1},    {"uint8", 1},   {"in
 /// outlives the reader.
 class plan_reader {
  public:
-  /// With `simulate`, the answer has the step simulated (`simulation`).
-  explicit plan_reader(const json& request, bool simulate = false) : request_(request), simulate_(simulate) {}
+  /// With `simulate`, the answer has the step simulated (`simulation`): the sequence in context
+  /// parallelism's load-balanced order with `load_balanced_context`.
+  explicit plan_reader(const json& request, bool simulate = false, bool load_balanced_context = false)
+      : request_(request), simulate_(simulate), load_balanced_(load_balanced_context) {}
 
   json verify() {
     check_fields(request_, "\"plan\"",
@@ -410,6 +412,7 @@ class plan_reader {
       bad_request("simulate: the plan holds " + std::to_string(elements) + " elements (each tensor once per run of its "
                   "block), more than the simulator's " + std::to_string(simulation_elements) + ": simulate it at smaller sizes");
     ctspmd_oracle::step::options o;  // a pipeline: its stages and sends, its micro-batches accumulated
+    o.load_balanced_context = load_balanced_;
     if (request_.contains("pipeline")) {
       o.pipeline = read_pipeline(request_.at("pipeline"));
       o.micro_batches = o.pipeline->micro_batches;
@@ -555,6 +558,8 @@ class plan_reader {
                         {"exposed_reduction_seconds", t.exposed_reduction_seconds},
                         {"exposed_gather_seconds", t.exposed_gather_seconds},
                         {"optimizer_seconds", t.optimizer_seconds},
+                        {"tied_gradient_bytes", t.tied_gradient_bytes},
+                        {"tied_gradient_seconds", t.tied_gradient_seconds},
                         {"collectives", collectives}});
     }
     return {{"stages", stages},
@@ -571,7 +576,7 @@ class plan_reader {
   const json& request_;
   ctspmd::named_mesh mesh_;
   layout_form form_;
-  bool simulate_ = false;
+  bool simulate_ = false, load_balanced_ = false;
   std::unique_ptr<ctspmd::runtime::plan> plan_;
   std::vector<std::map<std::string, std::optional<tensor_id>, std::less<>>> scopes_;  ///< the plan's names, the block's
   std::deque<ctspmd::runtime::attribute_map> attrs_;                   ///< operators' attributes, which the plan views
@@ -588,9 +593,23 @@ json verify_plan(const json& plan) { return plan_reader(plan).verify(); }
 json verify_plan_request(const json& request) {
   check_fields(request, "the request", {"plan", "svg", "simulate"});
   if (request.contains("svg") && !request.at("svg").is_boolean()) bad_request("\"svg\" must be true or false");
-  if (request.contains("simulate") && !request.at("simulate").is_boolean()) bad_request("\"simulate\" must be true or false");
-  const bool simulate = request.contains("simulate") && request.at("simulate").get<bool>();
-  json answer = plan_reader(request.at("plan"), simulate).verify();
+  // "simulate": true, or {"load_balanced_context": true} (the sequence in load-balanced order)
+  bool simulate = false, balanced = false;
+  if (request.contains("simulate")) {
+    const auto& v = request.at("simulate");
+    if (v.is_object()) {
+      check_fields(v, "\"simulate\"", {"load_balanced_context"});
+      if (v.contains("load_balanced_context") && !v.at("load_balanced_context").is_boolean())
+        bad_request("simulate.load_balanced_context must be true or false");
+      simulate = true;
+      balanced = v.value("load_balanced_context", false);
+    } else if (v.is_boolean()) {
+      simulate = v.get<bool>();
+    } else {
+      bad_request("\"simulate\" must be true, false or an object ({\"load_balanced_context\": true})");
+    }
+  }
+  json answer = plan_reader(request.at("plan"), simulate, balanced).verify();
   if (request.contains("svg") && request.at("svg").get<bool>()) answer["svg"] = svg_report(request.at("plan"), answer);
   return answer;
 }

@@ -283,6 +283,45 @@ step_kernel by_token_blocks(std::size_t by, std::vector<int> cut, std::vector<in
   });
 }
 
+/// Dropout's keep mask (1 kept, 0 dropped) of the local part device `c` holds of a tensor of
+/// `global` shape laid out as `attr`: each element drawn by its global index from the operator's
+/// seed and drop probability, so that the devices, and the one-device reference, draw the mask
+/// one device would (a real kernel draws per device: only the distribution matches). The grad
+/// kernels draw the same mask again, as a kernel does from its seed and offset.
+inline tensor dropout_mask(const kernel_call& call, const ctspmd::tensor_dist_attr& attr, const shape_t& global,
+                           const shape_t& c) {
+  const double p = call.get<double>("p");
+  const auto seed = static_cast<std::uint64_t>(call.get<std::int64_t>("seed"));
+  tensor mask(local_shape(global, attr, c, true));
+  std::vector<std::int64_t> start(global.size());
+  for (std::size_t d = 0; d < global.size(); ++d) start[d] = chunk_on(attr, d, global[d], c, true).start;
+  std::size_t k = 0;
+  for_each_index(mask.shape, [&](const shape_t& idx) {
+    std::uint64_t flat = 0;
+    for (std::size_t d = 0; d < idx.size(); ++d)
+      flat = flat * static_cast<std::uint64_t>(global[d]) + static_cast<std::uint64_t>(start[d] + idx[d]);
+    rng g(seed * 0x9E3779B97F4A7C15ULL + flat);
+    const double u = static_cast<double>(g.next() >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+    mask.data[k++] = u >= p ? 1.0 : 0.0;
+  });
+  return mask;
+}
+/// What dropout multiplies a kept element by in training: 1 / (1 - p) ("upscale_in_train"; 0
+/// when p is 1) or 1 ("downscale_in_infer"); at inference (`is_test`), what it multiplies every
+/// element by: 1, or 1 - p.
+inline double dropout_scale(const kernel_call& call) {
+  const double p = call.get<double>("p");
+  const bool upscale = call.get<std::string>("mode") == "upscale_in_train";
+  if (call.get<bool>("is_test")) return upscale ? 1.0 : 1.0 - p;
+  return !upscale ? 1.0 : p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+}
+/// x times the mask (ones at inference) and dropout's scale.
+inline tensor dropped(const kernel_call& call, const tensor& x, const tensor& mask) {
+  const double scale = dropout_scale(call);
+  const bool test = call.get<bool>("is_test");
+  return ops::elementwise({x, mask}, [=](const std::vector<double>& a) { return a[0] * (test ? 1.0 : a[1]) * scale; });
+}
+
 inline step_kernel binary(double (*f)(double, double)) {
   return simple([f](const std::vector<tensor>& in) {
     return ops::elementwise({in[0], in[1]}, [f](const std::vector<double>& a) { return f(a[0], a[1]); });
@@ -306,6 +345,26 @@ inline const std::map<std::string, step_kernel, std::less<>>& table() {
       {"gelu", each_device([](const kernel_call& c, const shape_t&, const v& in) {
          const bool approximate = c.get_or("approximate", false);
          return v{ops::elementwise({in[0]}, [=](const std::vector<double>& a) { return gelu(a[0], approximate); })};
+       })},
+      // dropout(x) -> out, mask; dropout_grad(mask, out_grad) -> x_grad
+      {"dropout", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         const auto mask = c.get<bool>("is_test") ? tensor(in[0].shape, 1.0) : dropout_mask(c, c.out.at(1), c.in_shapes[0], at);
+         return v{dropped(c, in[0], mask), mask};
+       })},
+      {"dropout_grad", each_device([](const kernel_call& c, const shape_t&, const v& in) {
+         return v{dropped(c, in[1], in[0])};
+       })},
+      // fused_dropout_add(x, y) -> dropout(x) + y, seed_offset; its grad (seed_offset, out_grad)
+      // -> x_grad, y_grad, the mask drawn again
+      {"fused_dropout_add", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         const auto mask = c.get<bool>("is_test") ? tensor(in[0].shape, 1.0) : dropout_mask(c, c.out.at(0), c.in_shapes[0], at);
+         tensor seed_offset({2});
+         seed_offset.data = {static_cast<double>(c.get<std::int64_t>("seed")), 0.0};
+         return v{ops::add(dropped(c, in[0], mask), in[1]), seed_offset};
+       })},
+      {"fused_dropout_add_grad", each_device([](const kernel_call& c, const shape_t& at, const v& in) {
+         const auto mask = c.get<bool>("is_test") ? tensor(in[1].shape, 1.0) : dropout_mask(c, c.out.at(0), c.out_shapes[0], at);
+         return v{dropped(c, in[1], mask), in[1]};
        })},
       {"scale", each_device([](const kernel_call& c, const shape_t&, const v& in) {
          return v{ops_a::scale(in[0], c.get<double>("scale"), c.get<double>("bias"), c.get<bool>("bias_after_scale"))};

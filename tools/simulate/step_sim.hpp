@@ -49,11 +49,14 @@
 //   first stage and what comes after on the last (backward mirrored), an optimizer operator
 //   where its gradient was computed. A tensor read on another stage than the one that computed it
 //   is sent there, point to point between neighbours (each device to the one with the same other
-//   coordinates), and only so; the sends of each stage and their bytes must be the report's.
+//   coordinates), and only so; the sends of each stage and their bytes must be the report's. A
+//   tied parameter's gradient (a head on the last stage tied to the embedding on the first) is
+//   summed once a step, before the optimizer: each stage accumulates its own part over the
+//   micro-batches, and the last sends its part to the first (the report's `tied_gradient_bytes`).
 //   The passes run in the schedule's order (GPipe, 1F1B: each stage's own order, a pass as soon
 //   as what it reads is done), their gradients then summed; the most micro-batches a
-//   stage holds between their forward and backward passes must be the report's `in_flight`. (The
-//   interleaved schedule's chunks are not ordered: its micro-batches run one after another.)
+//   stage holds between their forward and backward passes must be the report's `in_flight`
+//   (interleaved: each pass one chunk of a micro-batch, in Megatron's order, a v-th of one).
 // - Blocks of tokens: a mixture-of-experts operator's devices each route their own tokens into
 //   their own slots, and a load-balanced sequence (`options::load_balanced_context`) puts its
 //   chunks out of order; the one-device reference runs the same blocks (the layouts of the
@@ -63,7 +66,8 @@
 // reference: its own, its operator's inputs' and theirs in turn (shape-only inputs aside). A
 // tensor that cancels to rounding noise (a sum over a softmax gradient's rows, exactly 0) is
 // so compared with the rounding of the values it came from, not with its own noise.
-// Not simulated (refused with a message): operators without a kernel, dropout, unknown sizes.
+// Not simulated (refused with a message): operators without a kernel, flash attention's dropout,
+// unknown sizes. Dropout draws its mask by global element (step_kernels.hpp: `dropout_mask`).
 
 #include <algorithm>
 #include <cmath>
@@ -313,6 +317,7 @@ class simulator {
         if (d.kind != domain::any && domains_.find(op.inputs[k]) == domains_.end()) domains_[op.inputs[k]] = d;
       }
     }
+    if (o_.pipeline) place_stages();
     // What persists across micro-batches: the parameters and optimizer states, the plan inputs
     // only the optimizer reads (the learning rate), and what the optimizer writes; what its
     // operators read from the operators before it is summed over them.
@@ -321,11 +326,10 @@ class simulator {
     std::vector<bool> read_elsewhere(nt, false);
     for (std::size_t i = 0; i < p.op_count(); ++i) {
       const auto& op = p.op_at(i);
-      const bool optimizer = op.phase == ctspmd::model::phase::optimizer;
+      const bool optimizer = in_optimizer(i);
       for (auto t : op.inputs) {
         if (!optimizer) read_elsewhere[t] = true;
-        if (optimizer && p.tensor_at(t).producer >= 0 &&
-            p.op_at(static_cast<std::size_t>(p.tensor_at(t).producer)).phase != ctspmd::model::phase::optimizer)
+        if (optimizer && p.tensor_at(t).producer >= 0 && !in_optimizer(static_cast<std::size_t>(p.tensor_at(t).producer)))
           crosses_[t] = true;
       }
       if (optimizer)
@@ -341,7 +345,6 @@ class simulator {
       entries_[{x.op, x.operand, x.on_output}].push_back(e);
     }
     for (std::size_t i = 0; i < p.op_count(); ++i) attrs_.push_back(ctspmd::runtime::operator_attributes(p.op_at(i)));
-    if (o_.pipeline) place_stages();
   }
 
   result run() {
@@ -411,7 +414,8 @@ class simulator {
     std::map<std::int64_t, std::int64_t> sends;
     std::vector<std::int64_t> send_bytes;
     std::vector<std::string> stray_sends;  ///< between stages that are not neighbours
-    std::vector<std::int64_t> in_flight;   ///< per stage, the most micro-batches between forward and backward
+    std::int64_t tied_bytes = 0;           ///< what a device sent to sum tied parameters' gradients
+    std::vector<std::int64_t> in_flight;   ///< per stage, the most passes between forward and backward
     /// (The reference's) the largest magnitude that flowed into each tensor: its own, its
     /// operator's inputs' and theirs in turn. Differences are relative to it.
     std::map<key, double> scale;
@@ -688,7 +692,7 @@ class simulator {
     for (std::size_t k = 0; k < op.inputs.size(); ++k) {
       const auto t = op.inputs[k];
       held h = value_of(s, t, sharded);
-      if (at >= 0 && (k >= 32 || ((op.shape_only >> k) & 1) == 0)) arrive(s, t, h, at);
+      if (at >= 0 && (k >= 32 || ((op.shape_only >> k) & 1) == 0)) arrive(s, t, h, at, tied_sum_[i]);
       if (k < 32 && ((op.shape_only >> k) & 1) != 0) {
         // Read for its shape alone, in the layout the rule needs: nothing moves (propagate.hpp).
         // The kernel gets NaNs, so one that read the values would not match.
@@ -782,23 +786,41 @@ class simulator {
     for (std::int64_t j = 0; j < v; ++j)
       for (std::int64_t r = 0; r < stages_; ++r) {
         const auto n = per_stage[to_size(r)];
-        for (std::int64_t l = 0; l < n / v + (j < n % v ? 1 : 0); ++l) layer_stage_.push_back(r);
+        for (std::int64_t l = 0; l < n / v + (j < n % v ? 1 : 0); ++l) {
+          layer_stage_.push_back(r);
+          layer_chunk_.push_back(j);
+        }
       }
     for (std::size_t k = 0; k < p_.block_count(); ++k) {
       const auto& x = p_.block_at(k);
       if (x.mirror_of == split_) mirror_first_op_ = static_cast<std::int64_t>(x.first_op);
       for (auto i = x.first_op; i < x.end_op; ++i) op_block_[i] = static_cast<std::int64_t>(k);
     }
+    // A tied parameter's gradient (a head tied to the embedding): the sum of parts computed on
+    // the last stage and on the first runs once a step, before the optimizer.
+    for (std::size_t i = 0; i < p_.op_count(); ++i) {
+      const auto& op = p_.op_at(i);
+      if (op.rule != "add_n" || op.phase != ctspmd::model::phase::backward || op_block_[i] >= 0 || op.outputs.empty()) continue;
+      const auto& g = p_.tensor_at(op.outputs[0]);
+      if (g.role != ctspmd::model::tensor_role::gradient || g.role_of < 0 || !p_.tensor_at(to_size(g.role_of)).trainable)
+        continue;
+      for (auto t : op.inputs)
+        if (const auto at = p_.tensor_at(t).producer; at >= 0 && op_block_[to_size(at)] < 0 &&
+                                                      p_.op_at(to_size(at)).phase == ctspmd::model::phase::backward &&
+                                                      part_stage(to_size(at)) != part_stage(i))
+          tied_sum_[i] = true;
+    }
   }
+  /// True if operator i runs in the optimizer's pass: an optimizer operator, or a tied
+  /// parameter's gradient sum in a pipeline (pipeline.hpp).
+  bool in_optimizer(std::size_t i) const { return p_.op_at(i).phase == ctspmd::model::phase::optimizer || tied_sum_[i]; }
   /// The stage operator i runs on (in the run executing), or -1 (no pipeline; an optimizer
   /// operator that reads only plan inputs: every stage). The block's and its backward pass's on
   /// their layer's; other forward operators on the first stage before the block, on the last
   /// after it; backward ones mirrored; an optimizer operator where what it reads was computed.
   std::int64_t stage_of(const run_state& s, std::size_t i) const {
     if (split_ < 0) return -1;
-    const auto own = op_block_[i];
-    if (own >= 0 && static_cast<std::int64_t>(p_.block_at(to_size(own)).number(to_size(own))) == split_)
-      return layer_stage_.at(to_size(run_[to_size(split_)]));
+    if (in_split(i)) return layer_stage_.at(to_size(run_[to_size(split_)]));
     const auto& op = p_.op_at(i);
     if (op.phase != ctspmd::model::phase::optimizer) return part_stage(i);
     for (auto t : op.inputs)
@@ -811,47 +833,63 @@ class simulator {
     if (p_.op_at(i).phase == ctspmd::model::phase::forward) return i < p_.block_at(to_size(split_)).first_op ? 0 : stages_ - 1;
     return mirror_first_op_ < 0 || to_int(i) < mirror_first_op_ ? stages_ - 1 : 0;
   }
-  /// One stage's forward or backward pass of one micro-batch.
+  /// The chunk (interleaved) of forward or backward operator i outside the pipeline's block:
+  /// before it, the first; after it, the last (backward: mirrored).
+  std::int64_t part_chunk(std::size_t i) const {
+    const auto last = chunks() - 1;
+    if (p_.op_at(i).phase == ctspmd::model::phase::forward) return i < p_.block_at(to_size(split_)).first_op ? 0 : last;
+    return mirror_first_op_ < 0 || to_int(i) < mirror_first_op_ ? last : 0;
+  }
+  std::int64_t chunks() const {
+    return o_.pipeline->schedule == ctspmd::model::pipeline_schedule::interleaved ? o_.pipeline->chunks : 1;
+  }
+  /// True if operator i is in the pipeline's block or its backward pass.
+  bool in_split(std::size_t i) const {
+    const auto own = op_block_[i];
+    return own >= 0 && static_cast<std::int64_t>(p_.block_at(to_size(own)).number(to_size(own))) == split_;
+  }
+  /// One stage's forward or backward pass of one micro-batch (of one of its chunks, interleaved).
   struct event {
     std::int64_t stage = 0;
     bool backward = false;
     std::int64_t micro = 0;
+    std::int64_t chunk = 0;
   };
   /// The passes in the order the schedule runs them: each stage's own order (GPipe: every
   /// forward, then every backward; 1F1B: p - r - 1 forwards, then one forward and one backward in
-  /// turn, then the backwards left), the stages taken in turn, each pass as soon as what it
-  /// reads is done (a forward after the stage before's, a backward after the stage after's). The
-  /// interleaved schedule's chunks are not ordered: its micro-batches run one after another.
+  /// turn, then the backwards left; interleaved, Megatron's: its passes are of one chunk each, the
+  /// k-th forward of chunk (k / p) mod v and the k-th backward of chunk v - 1 - (k / p) mod v, both
+  /// of micro-batch (k / pv) p + k mod p, and 2(p - r - 1) + (v - 1) p forwards come first), the
+  /// stages taken in turn, each pass as soon as what it reads is done (a forward after the
+  /// previous chunk's, a backward after the next chunk's; the chunks in order r = 0 .. p - 1,
+  /// chunk 0 first).
   std::vector<event> schedule() const {
-    const auto m = o_.micro_batches, p = stages_;
+    const auto m = o_.micro_batches, p = stages_, v = chunks();
     const auto kind = o_.pipeline->schedule;
+    const auto nth = [&](std::int64_t r, bool backward, std::int64_t k) {
+      const auto c = (k / p) % v;
+      return event{r, backward, (k / (p * v)) * p + k % p, backward ? v - 1 - c : c};
+    };
     std::vector<std::vector<event>> own(to_size(p));
     for (std::int64_t r = 0; r < p; ++r) {
       auto& q = own[to_size(r)];
-      if (kind == ctspmd::model::pipeline_schedule::interleaved) {
-        for (std::int64_t j = 0; j < m; ++j) {
-          q.push_back({r, false, j});
-          q.push_back({r, true, j});
-        }
-        continue;
-      }
-      const auto warm = kind == ctspmd::model::pipeline_schedule::gpipe ? m : std::min(p - r - 1, m);
-      for (std::int64_t j = 0; j < warm; ++j) q.push_back({r, false, j});
-      for (std::int64_t j = 0; j < m; ++j) {
-        if (warm + j < m) q.push_back({r, false, warm + j});
-        q.push_back({r, true, j});
+      const auto total = m * v;
+      const auto warm = kind == ctspmd::model::pipeline_schedule::gpipe ? total
+                        : kind == ctspmd::model::pipeline_schedule::interleaved
+                            ? std::min(2 * (p - r - 1) + (v - 1) * p, total)
+                            : std::min(p - r - 1, m);
+      for (std::int64_t k = 0; k < warm; ++k) q.push_back(nth(r, false, k));
+      for (std::int64_t k = 0; k < total; ++k) {
+        if (warm + k < total) q.push_back(nth(r, false, warm + k));
+        q.push_back(nth(r, true, k));
       }
     }
-    if (kind == ctspmd::model::pipeline_schedule::interleaved) {  // micro-batch by micro-batch, every stage
-      std::vector<event> out;
-      for (std::int64_t j = 0; j < m; ++j) {
-        for (std::int64_t r = 0; r < p; ++r) out.push_back({r, false, j});
-        for (std::int64_t r = p - 1; r >= 0; --r) out.push_back({r, true, j});
-      }
-      return out;
-    }
-    // done[r][j]: forward passes done (1) and backward (2)
-    std::vector<std::vector<int>> done(to_size(p), std::vector<int>(to_size(m), 0));
+    // done[r][j][c]: forward passes done (1) and backward (2)
+    std::vector<std::vector<std::vector<int>>> done(
+        to_size(p), std::vector<std::vector<int>>(to_size(m), std::vector<int>(to_size(v), 0)));
+    const auto state = [&](std::int64_t r, std::int64_t j, std::int64_t c) -> int& {
+      return done[to_size(r)][to_size(j)][to_size(c)];
+    };
     std::vector<std::size_t> next(to_size(p), 0);
     std::vector<event> out;
     for (bool progress = true; progress;) {
@@ -860,28 +898,30 @@ class simulator {
         auto& k = next[to_size(r)];
         if (k == own[to_size(r)].size()) continue;
         const auto e = own[to_size(r)][k];
-        const auto j = to_size(e.micro);
-        const bool ready = !e.backward ? r == 0 || done[to_size(r - 1)][j] >= 1
-                                       : done[to_size(r)][j] >= 1 && (r == p - 1 || done[to_size(r + 1)][j] >= 2);
+        const auto j = e.micro, c = e.chunk;
+        const bool ready =
+            !e.backward ? r > 0 ? state(r - 1, j, c) >= 1 : c == 0 || state(p - 1, j, c - 1) >= 1
+                        : state(r, j, c) >= 1 && (r < p - 1 ? state(r + 1, j, c) >= 2 : c == v - 1 || state(0, j, c + 1) >= 2);
         if (!ready) continue;
         out.push_back(e);
-        done[to_size(r)][j] = e.backward ? 2 : 1;
+        state(r, j, c) = e.backward ? 2 : 1;
         ++k;
         progress = true;
       }
     }
-    if (out.size() != to_size(2 * m * p)) throw oracle_error("the pipeline's schedule does not run every pass");
+    if (out.size() != to_size(2 * m * v * p)) throw oracle_error("the pipeline's schedule does not run every pass");
     return out;
   }
 
   /// Tensor t, held as `h`, read on stage `at`: where it is not there, a send from the stage
-  /// that computed it (a neighbour: the one before or after, around under interleaving), each
-  /// device to the one of stage `at` with the same other coordinates.
-  void arrive(run_state& s, std::size_t t, held& h, std::int64_t at) {
+  /// that computed it (a neighbour: the one before or after, around under interleaving; the last
+  /// to the first for a tied parameter's gradient sum, `tied`), each device to the one of stage
+  /// `at` with the same other coordinates.
+  void arrive(run_state& s, std::size_t t, held& h, std::int64_t at, bool tied) {
     if (h.stage < 0 || h.stage == at || ((h.sent_to >> at) & 1) != 0) return;
     const bool interleaved = o_.pipeline->schedule == ctspmd::model::pipeline_schedule::interleaved;
     const auto gap = interleaved ? (at - h.stage + stages_) % stages_ : at > h.stage ? at - h.stage : h.stage - at;
-    if (gap != 1 && gap != (interleaved ? stages_ - 1 : 1))  // (sent all the same, to check the rest)
+    if (!tied && gap != 1 && gap != (interleaved ? stages_ - 1 : 1))  // (sent all the same, to check the rest)
       s.stray_sends.push_back(name(t) + " from stage " + std::to_string(h.stage) + " to stage " + std::to_string(at) +
                               ": a send the report does not list (stages send to their neighbours)");
     std::int64_t bytes = 0;
@@ -890,7 +930,9 @@ class simulator {
       h.locals[on_stage(d, at)] = h.locals[d];
       bytes = std::max(bytes, to_int(h.locals[d].size()) * p_.tensor_at(t).element_bytes);
     }
-    if (gap == 1 || (interleaved && gap == stages_ - 1)) {
+    if (tied) {
+      s.tied_bytes += bytes;
+    } else if (gap == 1 || (interleaved && gap == stages_ - 1)) {
       ++s.sends[h.stage];
       s.send_bytes.push_back(bytes);
     }
@@ -913,12 +955,15 @@ class simulator {
   /// The sends against the report's: per stage, its sends a micro-batch; each, its boundary bytes.
   void check_sends(const run_state& s, result& out) const {
     if (!s.stray_sends.empty()) out.byte_mismatches.push_back("send_recv: " + s.stray_sends.front());
-    // The schedule as run keeps the micro-batches in flight the report's memory counts.
-    for (std::int64_t r = 0; r < stages_ && o_.pipeline->schedule != ctspmd::model::pipeline_schedule::interleaved; ++r)
-      if (static_cast<double>(s.in_flight.at(to_size(r))) != report_.stage(to_size(r)).in_flight && out.mismatch.empty())
-        out.mismatch = "stage " + std::to_string(r) + " keeps " + std::to_string(s.in_flight[to_size(r)]) +
+    // The schedule as run keeps the micro-batches in flight the report's memory counts (in chunks
+    // of a micro-batch, interleaved: each a v-th of it).
+    for (std::int64_t r = 0; r < stages_; ++r) {
+      const double ran = static_cast<double>(s.in_flight.at(to_size(r))) / static_cast<double>(chunks());
+      if (std::abs(ran - report_.stage(to_size(r)).in_flight) > 1e-12 && out.mismatch.empty())
+        out.mismatch = "stage " + std::to_string(r) + " keeps " + std::to_string(ran) +
                        " micro-batches in flight as its schedule runs, the report " +
                        std::to_string(report_.stage(to_size(r)).in_flight);
+    }
     for (std::int64_t r = 0; r < stages_; ++r) {
       const auto it = s.sends.find(r);
       const std::int64_t ran = it == s.sends.end() ? 0 : it->second;
@@ -928,6 +973,13 @@ class simulator {
         out.byte_mismatches.push_back("send_recv from stage " + std::to_string(r) + ": reported " + std::to_string(expected) +
                                       " sends, ran " + std::to_string(ran));
     }
+    for (const auto r : {std::int64_t{0}, stages_ - 1})
+      if (report_.stage(to_size(r)).tied_gradient_bytes != s.tied_bytes) {
+        out.byte_mismatches.push_back("send_recv of tied gradients: stage " + std::to_string(r) + " reported " +
+                                      std::to_string(report_.stage(to_size(r)).tied_gradient_bytes) +
+                                      " bytes a step, a device sent " + std::to_string(s.tied_bytes));
+        break;
+      }
     for (auto b : s.send_bytes)
       if (b != report_.boundary_bytes()) {
         out.byte_mismatches.push_back("send_recv: reported " + std::to_string(report_.boundary_bytes()) +
@@ -979,15 +1031,19 @@ class simulator {
       const auto& bl = p_.block_at(static_cast<std::size_t>(b));
       const auto fwd = bl.number(static_cast<std::size_t>(b));
       const bool backward = bl.mirror_of >= 0;
-      const bool elsewhere = event_ && (backward != event_->backward ||
-                                        (static_cast<std::int64_t>(fwd) != split_ && part_stage(bl.first_op) != event_->stage));
+      const bool elsewhere =
+          event_ && (backward != event_->backward ||
+                     (static_cast<std::int64_t>(fwd) != split_ &&
+                      (part_stage(bl.first_op) != event_->stage || part_chunk(bl.first_op) != event_->chunk)));
       if ((backward && forward_only_) || elsewhere) {
         i = bl.end_op;
         continue;
       }
       for (std::size_t j = 0; j < bl.count; ++j) {
         const auto run = static_cast<std::int64_t>(backward ? bl.count - 1 - j : j);
-        if (event_ && static_cast<std::int64_t>(fwd) == split_ && layer_stage_.at(to_size(run)) != event_->stage) continue;
+        if (event_ && static_cast<std::int64_t>(fwd) == split_ &&
+            (layer_stage_.at(to_size(run)) != event_->stage || layer_chunk_.at(to_size(run)) != event_->chunk))
+          continue;
         if (!optimizer) {  // (the optimizer's operators do not read a block's input)
           held in;
           if (j == 0) {
@@ -1029,9 +1085,9 @@ class simulator {
 
   void step(run_state& s, std::size_t i, bool sharded, std::int64_t skip) {
     if (forward_only_ && p_.op_at(i).phase != ctspmd::model::phase::forward) return;
-    if ((p_.op_at(i).phase == ctspmd::model::phase::optimizer) != optimizer_pass_) return;
+    if (in_optimizer(i) != optimizer_pass_) return;
     if (event_ && ((p_.op_at(i).phase == ctspmd::model::phase::backward) != event_->backward ||
-                   stage_of(s, i) != event_->stage))
+                   stage_of(s, i) != event_->stage || (!in_split(i) && part_chunk(i) != event_->chunk)))
       return;
     try {
       run_op(s, i, sharded, skip);
@@ -1091,7 +1147,8 @@ class simulator {
   // A pipeline: its block, stages, each run's stage, the first operator of its backward pass,
   // each operator's block (or -1), and the report.
   std::int64_t split_ = -1, stages_ = 1, mirror_first_op_ = -1;
-  std::vector<std::int64_t> layer_stage_, op_block_ = std::vector<std::int64_t>(p_.op_count(), -1);
+  std::vector<std::int64_t> layer_stage_, layer_chunk_, op_block_ = std::vector<std::int64_t>(p_.op_count(), -1);
+  std::vector<bool> tied_sum_ = std::vector<bool>(p_.op_count(), false);  ///< see `in_optimizer`
   ctspmd::model::pipeline_report report_{};
   std::optional<event> event_;  ///< the schedule's pass running, if any
   std::map<std::size_t, domain> domains_;

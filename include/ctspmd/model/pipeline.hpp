@@ -21,8 +21,11 @@
 /// A step runs `micro_batches` (m) micro-batches, each the plan's batch, through the stages:
 /// - Schedules: GPipe (every forward, then every backward: each stage keeps m micro-batches'
 ///   activations), 1F1B (stage r keeps min(p - r, m)), and interleaved 1F1B (each stage holds
-///   `chunks` (v) chunks of the layers, stage r's j-th the (j·p + r)-th of p·v equal chunks; stage
-///   r keeps min(p - r, m) × (1 + (p - 1)/(p·v)) micro-batches' worth, Narayanan et al. 2021).
+///   `chunks` (v) chunks of the layers, stage r's j-th the (j·p + r)-th of p·v equal chunks; a
+///   pass is one chunk's, and stage r runs Megatron's 2(p - r - 1) + (v - 1)·p forward passes
+///   before its first backward, so keeps min(m·v, 2(p - r - 1) + (v - 1)·p + 1) chunks in
+///   flight, a v-th of a micro-batch's activations each: on the first stage p + (p - 1)/v, the
+///   (1 + (p - 1)/(p·v)) × p of Narayanan et al. 2021; on the last 1 + (v - 1)·p/v, not fewer).
 ///   Interleaving needs m to be a multiple of p and each stage to hold at least v layers: stage
 ///   r's n_r layers make its v chunks, the first n_r mod v of them one layer longer (the time
 ///   below takes a stage's chunks alike).
@@ -41,6 +44,13 @@
 ///   bandwidth of the pipeline mesh dim's link each); the step takes (m + (p − 1)/v) × the slowest
 ///   stage's time (v = 1 unless interleaved) plus the slowest stage's optimizer step. The bubble
 ///   is (p − 1)/(v·m) of the ideal m × that time: (p − 1)/m under GPipe and 1F1B.
+/// - Tied parameters (a head on the last stage tied to the embedding on the first, `tied_part`):
+///   the last stage holds its own copy of them, their gradients and optimizer states; each of
+///   the two stages accumulates its own gradient contributions over the micro-batches, and once a
+///   step, after the last backward pass, the last sends its part to the first to be summed
+///   (Megatron all-reduces the embedding group's gradients once a step): `tied_gradient_bytes`,
+///   timed as one send over the pipeline's mesh dim and added to both stages' optimizer step.
+///   The sum's additions are counted with the first stage's backward pass.
 /// - The optimizer step of a stage: its kernels, and the optimizer's collectives it waits for:
 ///   the gradients' reductions over the data-parallel dims and the updated parameters'
 ///   all-gathers (ZeRO). With `overlap_grad_reduce` (Megatron's flag) the reductions run while
@@ -120,6 +130,10 @@ struct stage_report {
   double reduction_seconds = 0, gather_seconds = 0;
   double exposed_reduction_seconds = 0, exposed_gather_seconds = 0;
   double optimizer_seconds = 0;
+  /// Per step, on the first and last stages when they share tied parameters (`tied_part`): the
+  /// gradient bytes a device sends to sum them, and that send's time (part of `optimizer_seconds`).
+  std::int64_t tied_gradient_bytes = 0;
+  double tied_gradient_seconds = 0;
   /// Per micro-batch, forward and backward, by kind over all mesh dims: its operators'
   /// collectives (their time is `communication_seconds`) and, as `collective::send_recv`, its
   /// sends (`sends`, `send_bytes`, `send_seconds`).
@@ -263,6 +277,7 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
   for (auto n : o.stage_layers) mapped = mapped || n != 0;
   const std::array<std::int64_t, max_stages> per_stage = mapped ? o.stage_layers : even_stage_layers(layers, p);
   const split_part &before = cost.part(0), &body = cost.part(1), &after = cost.part(2);
+  const tied_part& tied = cost.tied();
 
   pipeline_report out;
   out.count_ = static_cast<std::size_t>(p);
@@ -300,9 +315,11 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
     st.first_layer = first;  // interleaved: its first chunk's first layer, after the stages' first chunks before it
     st.layers = n;
     first += interleaved ? n / v + (n % v != 0) : n;
-    st.parameters = sum3(share(body.parameters, n), extra(&split_part::parameters), 0);
-    st.gradients = sum3(share(body.gradients, n), extra(&split_part::gradients), 0);
-    st.optimizer_states = sum3(share(body.optimizer_states, n), extra(&split_part::optimizer_states), 0);
+    const bool copy = tail && p > 1;  // the last stage's copy of the tied parameters
+    st.parameters = sum3(share(body.parameters, n), extra(&split_part::parameters), copy ? tied.parameters : 0);
+    st.gradients = sum3(share(body.gradients, n), extra(&split_part::gradients), copy ? tied.gradients : 0);
+    st.optimizer_states =
+        sum3(share(body.optimizer_states, n), extra(&split_part::optimizer_states), copy ? tied.optimizer_states : 0);
     st.activations = sum3(share(body.activations, n), extra(&split_part::activations), 0);
     st.flops = sum3(share(body.flops, n), extra(&split_part::flops), 0);
     const double per_layer = body.communication_seconds / static_cast<double>(layers);
@@ -314,6 +331,10 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
       bad("the pipeline's mesh dim {} sends between stages, but its link has no bandwidth", o.mesh_dim);
     st.send_seconds =
         st.sends > 0 ? c.seconds(o.mesh_dim, static_cast<double>(st.sends), static_cast<double>(st.send_bytes)) : 0.0;
+    if (p > 1 && (head || tail) && tied.gradient_bytes > 0) {
+      st.tied_gradient_bytes = tied.gradient_bytes;
+      st.tied_gradient_seconds = c.seconds(o.mesh_dim, 1.0, static_cast<double>(tied.gradient_bytes));
+    }
     st.compute_seconds = c.work_seconds(body.work) / static_cast<double>(layers) * static_cast<double>(n) +
                          (head ? c.work_seconds(before.work) : 0.0) + (tail ? c.work_seconds(after.work) : 0.0);
     st.exposed_communication_seconds =
@@ -348,9 +369,12 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
                            (head ? c.work_seconds(before.optimizer_work) : 0.0) +
                            (tail ? c.work_seconds(after.optimizer_work) : 0.0);
     const std::int64_t ahead = p - s < m ? p - s : m;
+    // interleaved: chunk passes between a forward and its backward, Megatron's warm-up and one
+    const std::int64_t chunk_passes = detail::saturating_sum(detail::saturating_product(2, p - s - 1),
+                                                             detail::saturating_product(v - 1, p) + 1);
+    const std::int64_t all = detail::saturating_product(m, v);
     st.in_flight = o.schedule == pipeline_schedule::gpipe ? static_cast<double>(m)
-                   : interleaved ? static_cast<double>(ahead) *
-                                       (1.0 + static_cast<double>(p - 1) / (static_cast<double>(p) * static_cast<double>(v)))
+                   : interleaved ? static_cast<double>(chunk_passes < all ? chunk_passes : all) / static_cast<double>(v)
                                  : static_cast<double>(ahead);
     // activations x in flight, rounded up (saturating)
     const double kept = static_cast<double>(st.activations) * st.in_flight;
@@ -381,7 +405,7 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
     const double behind_forward = o.overlap_param_gather ? st.forward_seconds + wait * slowest_forward : 0;
     st.exposed_reduction_seconds = st.reduction_seconds > behind_backward ? st.reduction_seconds - behind_backward : 0;
     st.exposed_gather_seconds = st.gather_seconds > behind_forward ? st.gather_seconds - behind_forward : 0;
-    st.optimizer_seconds += st.exposed_reduction_seconds + st.exposed_gather_seconds;
+    st.optimizer_seconds += st.exposed_reduction_seconds + st.exposed_gather_seconds + st.tied_gradient_seconds;
     if (st.optimizer_seconds > slowest_optimizer) slowest_optimizer = st.optimizer_seconds;
   }
   out.bubble_ = static_cast<double>(p - 1) / (static_cast<double>(v) * static_cast<double>(m));

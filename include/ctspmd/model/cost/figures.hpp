@@ -81,6 +81,16 @@ struct split_part {
   double communication_seconds = 0, reduction_seconds = 0, gather_seconds = 0;
 };
 
+/// The parameters declared before the split block and read after it too (a head tied to the
+/// embedding). Counted in the first part; a pipeline's last stage holds its own copy of them, of
+/// their gradients and optimizer states, as Megatron's does, and the two stages' gradients are
+/// summed once a step (`gradient_bytes`: the last part's contributions, as the gradient's sum
+/// reads them).
+struct tied_part {
+  std::int64_t parameters = 0, gradients = 0, optimizer_states = 0;
+  std::int64_t gradient_bytes = 0;
+};
+
 namespace detail {
 /// Everything a cost counts (see the members' types), as `step_cost` reports it before timing.
 struct cost_figures {
@@ -92,6 +102,7 @@ struct cost_figures {
   work_profile work{};  ///< the hardware FLOPs (recomputed forward and optimizer included) with their bytes
   collective_total table[phase_count][collective_count][max_mesh_ndim] = {};
   std::array<split_part, 3> parts{};
+  tied_part tied{};
   std::int64_t boundary_bytes = 0;  ///< the split block output's local bytes
 };
 }  // namespace detail

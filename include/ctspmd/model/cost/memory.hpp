@@ -110,6 +110,14 @@ class memory_count : public cost_walk<T, O, R> {
     if (is_rule<rules::flash_attention>(op) && op.outputs.size() > 1 &&
         !op.attributes.template get<rules::flash_attention_attributes>().return_softmax)
       bytes_[op.outputs[1]] = 0;
+    if (split_ >= 0 && op.phase == phase::backward && is_rule<rules::add_n>(op)) {
+      // A tied parameter's gradient: the sum of the last part's contributions and the first's
+      const auto& g = p_.tensor_at(op.outputs[0]);
+      if (g.role == tensor_role::gradient && g.role_of >= 0 && base::tied(static_cast<size_t>(g.role_of)))
+        for (auto t : op.inputs)
+          if (const auto at = p_.tensor_at(t).producer; at >= 0 && part_of_op(static_cast<size_t>(at)) == 2)
+            out_.tied.gradient_bytes = saturating_sum(out_.tied.gradient_bytes, bytes_[t]);
+    }
     if (op.phase != phase::optimizer || !is_rule<rules::adamw>(op)) return;
     const auto moment = op.inputs[3];
     const auto param = static_cast<size_t>(p_.tensor_at(moment).role_of);
@@ -127,6 +135,10 @@ class memory_count : public cost_walk<T, O, R> {
       part->gradients = saturating_sum(part->gradients, gradients);
       part->optimizer_states = saturating_sum(part->optimizer_states, saturating_product(times, states));
     }
+    if (base::tied(param)) {
+      out_.tied.gradients = saturating_sum(out_.tied.gradients, gradients);
+      out_.tied.optimizer_states = saturating_sum(out_.tied.optimizer_states, saturating_product(times, states));
+    }
   }
   constexpr void parameter(size_t t) {
     const auto& info = p_.tensor_at(t);
@@ -138,6 +150,7 @@ class memory_count : public cost_walk<T, O, R> {
     if (split_ >= 0) {
       auto& part = out_.parts[part_of_tensor(t)];
       part.parameters = saturating_sum(part.parameters, bytes);
+      if (base::tied(t)) out_.tied.parameters = saturating_sum(out_.tied.parameters, bytes);
     }
   }
   /// Runs of the block whose body declares tensor t (1 outside blocks).

@@ -117,6 +117,8 @@ class step_cost {
     return f_.parts[i];
   }
   constexpr std::int64_t boundary_bytes() const noexcept { return f_.boundary_bytes; }
+  /// With a cost split at a repeated block: the parameters read both before and after it.
+  constexpr const tied_part& tied() const noexcept { return f_.tied; }
 
  private:
   /// Times collectives `e` on mesh dim m, and returns their seconds.

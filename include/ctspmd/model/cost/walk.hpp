@@ -63,6 +63,9 @@ class cost_walk {
     block_of_[i] = -1;
     for (size_t b = 0; b < p_.block_count(); ++b)
       if (i >= p_.block_at(b).first_op && i < p_.block_at(b).end_op) block_of_[i] = static_cast<std::int8_t>(b);
+    if (split_ >= 0 && p_.op_at(i).phase == phase::forward && part_of_op(i) == 2)
+      for (auto t : p_.op_at(i).inputs)
+        if (p_.tensor_at(t).trainable && part_of_tensor(t) == 0) tied_[t] = 1;
   }
   constexpr std::int64_t runs(size_t op) const {
     return block_of_[op] < 0 ? 1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block_of_[op])).count);
@@ -112,6 +115,9 @@ class cost_walk {
     }
   }
   constexpr split_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts[part_of_op(i)]; }
+  /// True if parameter t is declared before the split block and read after it too (`tied_part`;
+  /// after the loop of `map_op`).
+  constexpr bool tied(size_t t) const { return split_ >= 0 && tied_[t] != 0; }
 
   // ---- sizes ----
   /// Elements of tensor t's largest local part under layout `a`: each dim's largest part (the
@@ -155,6 +161,7 @@ class cost_walk {
   cost_figures out_{};
   cost_slots<std::int64_t, T> bytes_{}, elements_{};  ///< elements_: of the local part, or -1 (not counted)
   cost_slots<std::int8_t, O> block_of_{};
+  cost_slots<std::int8_t, T> tied_{};  ///< see `tied`
   cost_slots<std::int32_t, O> first_entry_{};  ///< the operator's first reshard entry, or -1
   cost_slots<std::int8_t, max_blocks> mirror_{};
 };
