@@ -1175,10 +1175,11 @@ void check_plan_response(std::string_view line, const ctspmd_requests::response&
     if (stages.empty()) fail("a pipeline without stages", r.line);
     std::int64_t peak = -1;
     for (const auto& st : stages) {
-      for (const char* k : {"layers", "parameters", "gradients", "optimizer_states", "activations", "in_flight", "memory",
-                            "flops", "sends", "send_bytes"})
+      for (const char* k : {"layers", "parameters", "gradients", "optimizer_states", "activations", "memory", "flops", "sends",
+                            "send_bytes", "tied_gradient_bytes"})
         if (st.at(k).get<std::int64_t>() < 0) fail("a pipeline stage has a negative figure", r.line);
-      for (const char* k : {"compute_seconds", "communication_seconds", "send_seconds", "optimizer_seconds"})
+      for (const char* k : {"in_flight", "compute_seconds", "communication_seconds", "send_seconds", "optimizer_seconds",
+                            "tied_gradient_seconds"})
         if (!(st.at(k).get<double>() >= 0)) fail("a pipeline stage has a negative or NaN time", r.line);
       peak = std::max(peak, st.at("memory").get<std::int64_t>());
     }

@@ -296,9 +296,17 @@ PYBIND11_MODULE(ctspmd, m) {
       "verify_plan",
       [](py::handle plan, bool svg, py::handle simulate) {
         if (!PyDict_Check(plan.ptr())) bad_type("plan", "a dict", plan);
-        if (!PyBool_Check(simulate.ptr()) && !PyDict_Check(simulate.ptr()))
-          bad_type("simulate", "True, False or a dict ({\"load_balanced_context\": True})", simulate);
-        const req::json sim = PyDict_Check(simulate.ptr()) ? to_json(simulate, "simulate") : req::json(simulate.ptr() == Py_True);
+        // simulate: a dict, or anything Python's bool caster takes (numpy.bool_, None, ...)
+        req::json sim;
+        if (PyDict_Check(simulate.ptr())) {
+          sim = to_json(simulate, "simulate");
+        } else {
+          try {
+            sim = py::cast<bool>(simulate);
+          } catch (const py::cast_error&) {
+            bad_type("simulate", "True, False or a dict ({\"load_balanced_context\": True})", simulate);
+          }
+        }
         const req::json request = {{"plan", to_json(plan, "plan")}, {"svg", svg}, {"simulate", sim}};
         return to_python(req::verify_plan_request(request));
       },

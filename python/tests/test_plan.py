@@ -238,13 +238,20 @@ def test_svg_picture_of_a_pipeline_schedule():
                                                         "chunks": v}), svg=True)
         pipe = report["pipeline"]
         p = len(pipe["stages"])
-        t = [s["compute_seconds"] + s["communication_seconds"] + s["send_seconds"] for s in pipe["stages"]]
-        passes = [a for g, a in svg_bars(report["svg"]) if g == "pipeline"]
+        t = [s["compute_seconds"] + s["exposed_communication_seconds"] + s["send_seconds"] for s in pipe["stages"]]
+        bars = svg_bars(report["svg"])
+        # each stage's memory and time, and the one step time, as the answer has them
+        assert [int(a["bytes"]) for g, a in bars if g == "stage-memory" and "stage" in a] == \
+            [s["memory"] for s in pipe["stages"]]
+        times = [float(a["seconds"]) for g, a in bars if g == "stage-time" and "stage" in a]
+        assert times == pytest.approx([m * x + s["optimizer_seconds"] for x, s in zip(t, pipe["stages"])])
+        assert [float(a["seconds"]) for g, a in bars if g == "stage-time" and "time" in a] == [pipe["step_seconds"]]
+        passes = [a for g, a in bars if g == "pipeline"]
         assert len(passes) == 2 * p * m * v  # every micro-batch forward and backward through every chunk
         ends = {}
         for a in passes:
             start, end, stage = float(a["start"]), float(a["end"]), int(a["stage"])
-            share = (1 / 3 if a["pass"] == "forward" else 2 / 3) * t[stage] / v  # the stage's time, 1 : 2
+            share = (1 / 3 if a["pass"] == "forward" else 2 / 3) * max(t) / v  # the slowest stage's time, 1 : 2
             assert end - start == pytest.approx(share)
             ends[(a["pass"], int(a["micro-batch"]), int(a["chunk"]) * p + stage)] = end
         for a in passes:  # each pass starts after the pass it waits for
@@ -257,16 +264,17 @@ def test_svg_picture_of_a_pipeline_schedule():
         for stage in range(p):  # a stage runs one pass at a time
             spans = sorted((float(a["start"]), float(a["end"])) for a in passes if int(a["stage"]) == stage)
             assert all(b[0] >= a[1] - 1e-12 * a[1] for a, b in zip(spans, spans[1:]))
-            if schedule != "interleaved":  # the micro-batches a stage keeps: as the report says
-                started = ended = most = 0
-                events = sorted((float(a["start"] if a["pass"] == "forward" else a["end"]), a["pass"] == "forward")
-                                for a in passes if int(a["stage"]) == stage)
-                for _, forward in events:
-                    started, ended = started + forward, ended + (not forward)
-                    most = max(most, started - ended)
-                assert most == pipe["stages"][stage]["in_flight"]
-        makespan = max(float(a["end"]) for a in passes)
-        assert m * max(t) <= makespan <= (m + (p - 1) / v) * max(t) * (1 + 1e-12)
+            # the micro-batches a stage keeps (interleaved: chunk passes, each a v-th): as the report says
+            started = ended = most = 0
+            events = sorted((float(a["start"] if a["pass"] == "forward" else a["end"]), a["pass"] == "forward")
+                            for a in passes if int(a["stage"]) == stage)
+            for _, forward in events:
+                started, ended = started + forward, ended + (not forward)
+                most = max(most, started - ended)
+            assert most / v == pipe["stages"][stage]["in_flight"]
+        makespan = max(float(a["end"]) for a in passes)  # the report's step time, less the optimizer step
+        assert makespan == pytest.approx((m + (p - 1) / v) * max(t))
+        assert makespan + max(s["optimizer_seconds"] for s in pipe["stages"]) == pytest.approx(pipe["step_seconds"])
         assert f"Pipeline schedule ({schedule}, 4 micro-batches)" in report["svg"]
     assert 'class="pipeline"' not in ctspmd.verify_plan(layers(training={"loss": "out"}), svg=True)["svg"]
     many = ctspmd.verify_plan(layers(pipeline={"mesh_dim": "pp", "micro_batches": 2**62}), svg=True)["svg"]

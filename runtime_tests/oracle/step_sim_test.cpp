@@ -144,8 +144,7 @@ TEST_CASE("step simulator: dropout and fused_dropout_add, sharded over both mesh
 }
 
 TEST_CASE("step simulator: 1F1B and GPipe pipelines of 4 stages and 4 micro-batches, tensor parallel in each stage") {
-  // (Untied: GPT-2's tied head on the last stage and embedding on the first add their gradients,
-  // a send between stages 3 and 0 the pipeline report does not list; see below.)
+  // (Untied: the next case has the head tied to the embedding.)
   constexpr models::gpt_config four_layers{
       .n_embd = 16, .n_layer = 4, .n_head = 4, .n_positions = 8, .vocab_size = 32, .tie_word_embeddings = false};
   const auto m = std::make_unique<gpt_model>(
@@ -212,8 +211,9 @@ TEST_CASE("step simulator: a pipeline whose head is tied to the embedding sums t
 
 TEST_CASE("step simulator: the interleaved schedule, 2 stages of 2 chunks, in Megatron's order") {
   // Stage 0 holds layers 0 and 2, stage 1 layers 1 and 3; each pass is one chunk's. Stage 0 runs
-  // 2 + 2 forward passes before its first backward, stage 1 two: 2.5 and 1.5 micro-batches in
-  // flight, as the report says. The head is tied to the embedding.
+  // 2 + 2 forward passes before its first backward, stage 1 two, each then one more: 5 and 3
+  // chunk passes in flight, 2.5 and 1.5 micro-batches, as the report says. The head is tied to
+  // the embedding.
   constexpr models::gpt_config four_layers{.n_embd = 16, .n_layer = 4, .n_head = 4, .n_positions = 8, .vocab_size = 32};
   const auto m = std::make_unique<gpt_model>(
       models::gpt(four_layers, process_mesh({2, 2}), {.tp = 1, .pp = 0}, {.seq = 8, .micro_batch = 2}));
@@ -227,6 +227,22 @@ TEST_CASE("step simulator: the interleaved schedule, 2 stages of 2 chunks, in Me
   model::training_options o;
   o.master_weights = true;
   check_ok(simulate_model(*m, o, so));
+  // The report's memory: the last stage's passes keep at most 3 layers' activations (chunk passes
+  // of one layer each) and the head's (its last chunk's) once, not 1.5 x (2 layers and the head).
+  // A layer's and the head's activations from two 1F1B reports: stage 1 with 2 layers and with 1.
+  with_step(*m, o, [&](const auto& step, const auto& r) {
+    const auto c = model::h100_cluster(step.mesh());
+    const auto inter = runtime::pipeline(step, r, *so.pipeline, c);
+    auto plain = *so.pipeline;
+    plain.schedule = model::pipeline_schedule::one_f_one_b;
+    plain.chunks = 1;
+    const auto two = runtime::pipeline(step, r, plain, c).stage(1).activations;
+    plain.stage_layers = {3, 1};
+    const auto layer = two - runtime::pipeline(step, r, plain, c).stage(1).activations, head = two - 2 * layer;
+    REQUIRE(head > 0);
+    CHECK(inter.stage(1).in_flight == 1.5);
+    CHECK(inter.stage(1).memory - inter.stage(1).persistent() == 3 * layer + head);
+  });
 }
 
 TEST_CASE("step simulator: a pipeline that is none is an error naming why") {

@@ -149,6 +149,9 @@ static_assert(inter.bubble_fraction() == 3.0 / 16);
 // Megatron's warm-up: 2(p - r - 1) + (v - 1)p chunk passes, then one more; half a micro-batch each
 static_assert(inter.stage(0).in_flight == 4 * (1 + 3.0 / 8) && inter.stage(1).in_flight == 4.5 &&
               inter.stage(3).in_flight == 2.5);
+// With as many micro-batches as stages, every stage runs at most its m·v passes first
+constexpr auto inter_p = model::pipeline(step, r, {.mesh_dim = 0, .micro_batches = 4, .schedule = pipeline_schedule::interleaved, .chunks = 2});
+static_assert(inter_p.stage(0).in_flight == 4 && inter_p.stage(1).in_flight == 4 && inter_p.stage(2).in_flight == 3.5);
 static_assert(inter.stage(1).first_layer == 1 && inter.stage(1).layers == 2);
 static_assert(inter.stage(0).sends == 3 && inter.stage(1).sends == 4 && inter.stage(3).sends == 3);
 static_assert(inter.stage(1).collectives[static_cast<std::size_t>(model::collective::send_recv)].count == 4);

@@ -134,7 +134,7 @@ Plan response:
                             {"count", "bytes", "seconds"}} (per micro-batch, the sends as
                             "send_recv")}, ...],
                 "micro_batches", "boundary_bytes", "bubble_fraction", "ideal_seconds", "step_seconds", "mfu",
-                "peak_memory", "peak_stage"},   (with "pipeline")
+                "peak_memory", "peak_stage", "memory_capacity" (the cluster's; 0: not given)},   (with "pipeline")
    "search": {"plans": [{"layouts": {"w1": ATTR, ...}, "zero_stage", "recompute", "step_seconds",
                          "peak_memory", "estimate_seconds", "greedy"}, ...] (best first: the answer's plan;
                          a name two chosen tensors share: each keyed by its index),

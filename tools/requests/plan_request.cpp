@@ -373,7 +373,7 @@ class plan_reader {
       at("cost", [&] { out["cost"] = cost_json(p, ctspmd::runtime::cost(p, *r, c)); });
       if (request_.contains("pipeline")) {
         const auto o = read_pipeline(request_.at("pipeline"));
-        at("pipeline", [&] { out["pipeline"] = pipeline_json(ctspmd::runtime::pipeline(p, *r, o, c)); });
+        at("pipeline", [&] { out["pipeline"] = pipeline_json(ctspmd::runtime::pipeline(p, *r, o, c), c); });
       }
     }
     return out;
@@ -528,7 +528,7 @@ class plan_reader {
     }
     return o;
   }
-  static json pipeline_json(const model::pipeline_report& pr) {
+  static json pipeline_json(const model::pipeline_report& pr, const model::cluster& cluster) {
     json stages = json::array();
     for (std::size_t s = 0; s < pr.stages(); ++s) {
       const auto& t = pr.stage(s);
@@ -570,7 +570,8 @@ class plan_reader {
             {"step_seconds", pr.step_seconds()},
             {"mfu", pr.mfu()},
             {"peak_memory", pr.peak_memory()},
-            {"peak_stage", pr.peak_stage()}};
+            {"peak_stage", pr.peak_stage()},
+            {"memory_capacity", cluster.memory_capacity}};
   }
 
   const json& request_;

@@ -10,14 +10,18 @@
 // fused kernels' and ZeRO-3's gathers too), else from the reshard list. Bar lengths are relative
 // to the largest bar of their section.
 //
-// With a pipeline, its schedule: a row per stage, a box per micro-batch's forward and backward
-// pass through it (a chunk's, interleaved), each at the time a simulation of the schedule starts
-// it (data-start, data-end). A stage's micro-batch time (compute, collectives and sends) is split
-// 1 : 2 between its forward and backward pass (their FLOPs' ratio) and by its chunks; a pass
-// starts when its stage is free and the pass before it in the pipeline has ended. Each stage
-// takes its own time here, while the report's step time takes the slowest stage's for all.
+// With a pipeline, the memory and time are the stages' (`pipeline_sections`): each stage's memory
+// beside the device's capacity, each stage's time (its micro-batches' compute, exposed
+// collectives and sends, and its optimizer step) and the pipeline's step time; and its schedule:
+// a row per stage, a box per micro-batch's forward and backward pass through it (a chunk's,
+// interleaved), each at the time a simulation of the schedule starts it (data-start, data-end).
+// Every stage takes the slowest stage's micro-batch time there, as the step time does, split
+// 1 : 2 between the forward and backward pass (their FLOPs' ratio) and by the chunks; a pass
+// starts when its stage is free and the pass before it in the pipeline has ended.
 
 #include <nlohmann/json.hpp>
+
+#include <ctspmd/model/pipeline.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -169,9 +173,7 @@ inline std::vector<pipeline_pass> simulate_pipeline(const std::string& schedule,
   // The k-th forward (or backward) unit of a stage: its micro-batch and chunk, Megatron's order
   // (p micro-batches through one chunk, then the next chunk; backward from the last chunk).
   const auto unit = [&](std::int64_t k, bool backward) {
-    const std::int64_t group = k / (p * v), r = k % (p * v);
-    const std::int64_t chunk = backward ? v - 1 - r / p : r / p;
-    return std::pair{group * p + r % p, chunk};
+    return std::pair{ctspmd::model::detail::pass_micro_batch(k, p, v), ctspmd::model::detail::pass_chunk(k, backward, p, v)};
   };
   struct order_item {
     std::int64_t k;
@@ -180,9 +182,10 @@ inline std::vector<pipeline_pass> simulate_pipeline(const std::string& schedule,
   std::vector<std::vector<order_item>> order(static_cast<std::size_t>(p));
   for (std::int64_t s = 0; s < p; ++s) {
     auto& list = order[static_cast<std::size_t>(s)];
-    const std::int64_t warmup = schedule == "gpipe" ? units
-                                : schedule == "interleaved" ? std::min((p - s - 1) * 2 + (v - 1) * p, units)
-                                                            : std::min(p - s - 1, units);
+    const auto kind = schedule == "gpipe"         ? ctspmd::model::pipeline_schedule::gpipe
+                      : schedule == "interleaved" ? ctspmd::model::pipeline_schedule::interleaved
+                                                  : ctspmd::model::pipeline_schedule::one_f_one_b;
+    const std::int64_t warmup = ctspmd::model::detail::warmup_passes(kind, p, s, m, v);
     for (std::int64_t k = 0; k < warmup; ++k) list.push_back({k, false});
     for (std::int64_t k = 0; k < units - warmup; ++k) {
       list.push_back({warmup + k, false});
@@ -225,6 +228,133 @@ inline std::vector<pipeline_pass> simulate_pipeline(const std::string& schedule,
 }
 
 }  // namespace svg
+
+/// The sections of a pipelined step's picture (`svg_report`): each stage's memory against the
+/// device's capacity, where each stage's time goes, and the schedule at the pipeline's step time
+/// (the one the report computes).
+inline std::string pipeline_sections(svg::document& doc, const nlohmann::json& plan, const nlohmann::json& pipe) {
+  using nlohmann::json;
+  const json& stages = pipe.at("stages");
+  const auto p = static_cast<std::int64_t>(stages.size());
+  const auto m = pipe.at("micro_batches").get<std::int64_t>();
+  const double capacity = pipe.value("memory_capacity", 0.0);
+
+  // ---- memory of each stage ----
+  doc.heading("Memory per device of each stage");
+  std::vector<svg::bar> bars;
+  if (capacity > 0) {
+    svg::bar b;
+    b.label = "device capacity: " + svg::bytes_text(static_cast<std::int64_t>(capacity));
+    b.attributes = "data-capacity=\"" + svg::exact(json(capacity)) + "\"";
+    b.tooltip = b.label;
+    b.value = capacity;
+    b.color = "#bab0ac";
+    bars.push_back(b);
+  }
+  for (std::int64_t s = 0; s < p; ++s) {
+    const json& st = stages.at(static_cast<std::size_t>(s));
+    const auto bytes = st.at("memory").get<std::int64_t>();
+    char in_flight[32];
+    std::snprintf(in_flight, sizeof in_flight, "%g", st.at("in_flight").get<double>());
+    svg::bar b;
+    b.label = "stage " + std::to_string(s) + ": " + svg::bytes_text(bytes) + " (parameters " +
+              svg::bytes_text(st.at("parameters").get<std::int64_t>()) + ", gradients " +
+              svg::bytes_text(st.at("gradients").get<std::int64_t>()) + ", optimizer states " +
+              svg::bytes_text(st.at("optimizer_states").get<std::int64_t>()) + ", activations " +
+              svg::bytes_text(st.at("activations").get<std::int64_t>()) + " a micro-batch, " + in_flight + " in flight)";
+    if (capacity > 0 && static_cast<double>(bytes) > capacity) b.label += ": over capacity";
+    b.attributes = "data-stage=\"" + std::to_string(s) + "\" data-bytes=\"" + std::to_string(bytes) + "\"";
+    b.tooltip = b.label;
+    b.value = static_cast<double>(bytes);
+    b.color = "#4e79a7";
+    bars.push_back(b);
+  }
+  doc.bars("stage-memory", bars);
+
+  // ---- where each stage's time goes ----
+  const double step = pipe.at("step_seconds").get<double>();
+  char heading[200];
+  std::snprintf(heading, sizeof heading, "Step time %s (bubble %.1f%% of the ideal, MFU %.1f%%): each stage's time",
+                svg::seconds_text(step).c_str(), 100 * pipe.at("bubble_fraction").get<double>(),
+                100 * pipe.at("mfu").get<double>());
+  doc.heading(heading);
+  bars.clear();
+  std::vector<double> stage_seconds;
+  for (std::int64_t s = 0; s < p; ++s) {
+    const json& st = stages.at(static_cast<std::size_t>(s));
+    const double compute = st.at("compute_seconds").get<double>(), sends = st.at("send_seconds").get<double>();
+    const double exposed = st.at("exposed_communication_seconds").get<double>();
+    const double optimizer = st.at("optimizer_seconds").get<double>();
+    stage_seconds.push_back(compute + exposed + sends);
+    const double busy = static_cast<double>(m) * stage_seconds.back() + optimizer;
+    svg::bar b;
+    b.label = "stage " + std::to_string(s) + ": " + std::to_string(m) + " micro-batches x (compute " +
+              svg::seconds_text(compute) + ", collectives " + svg::seconds_text(exposed) + ", sends " +
+              svg::seconds_text(sends) + ") + optimizer " + svg::seconds_text(optimizer) + " = " + svg::seconds_text(busy);
+    b.attributes = "data-stage=\"" + std::to_string(s) + "\" data-seconds=\"" + svg::exact(json(busy)) + "\"";
+    b.tooltip = b.label;
+    b.value = busy;
+    b.color = svg::phase_colors[0];
+    bars.push_back(b);
+  }
+  svg::bar total;
+  total.label = "step: " + svg::seconds_text(step) + " (the slowest stage's micro-batches, the bubble, the slowest optimizer step)";
+  total.attributes = "data-time=\"step_seconds\" data-seconds=\"" + svg::exact(pipe.at("step_seconds")) + "\"";
+  total.tooltip = total.label;
+  total.value = step;
+  total.color = "#9c755f";
+  bars.push_back(total);
+  doc.bars("stage-time", bars);
+
+  // ---- the schedule, every stage at the slowest stage's pace (as the step time takes it) ----
+  const json& options = plan.at("pipeline");
+  const std::string schedule = options.value("schedule", std::string("1f1b"));
+  const std::int64_t chunks = options.value("chunks", std::int64_t{1});
+  double slowest = 0, slowest_optimizer = 0;
+  for (std::size_t s = 0; s < stage_seconds.size(); ++s) {
+    slowest = std::max(slowest, stage_seconds[s]);
+    slowest_optimizer = std::max(slowest_optimizer, stages.at(s).at("optimizer_seconds").get<double>());
+  }
+  doc.heading("Pipeline schedule (" + schedule + ", " + std::to_string(m) + " micro-batches)");
+  // 2·m·v·p passes, each factor checked first (a request's m or v may be huge: no overflow)
+  constexpr std::int64_t most_passes = 4096;
+  const std::int64_t v = schedule == "interleaved" ? chunks : 1;
+  if (m > most_passes || v > most_passes || 2 * m * v * p > most_passes) {
+    doc.line("not drawn: more than " + std::to_string(most_passes) + " passes");
+    return doc.finish();
+  }
+  const auto passes = svg::simulate_pipeline(schedule, m, chunks, std::vector<double>(stage_seconds.size(), slowest));
+  double makespan = 0;
+  for (const auto& q : passes) makespan = std::max(makespan, q.end);
+  constexpr int left = 90, span = 850, row = 20;
+  std::string elements = "<g class=\"pipeline\">\n";
+  for (const auto& q : passes) {
+    const double x = left + (makespan > 0 ? span * q.start / makespan : 0);
+    const double w = std::max(1.0, makespan > 0 ? span * (q.end - q.start) / makespan : 1.0);
+    const int y = doc.y() + static_cast<int>(q.stage) * row;
+    const std::string what = std::string(q.backward ? "backward" : "forward") + " of micro-batch " +
+                             std::to_string(q.micro_batch) +
+                             (schedule == "interleaved" ? ", chunk " + std::to_string(q.chunk) : std::string()) +
+                             " on stage " + std::to_string(q.stage) + ": " + svg::seconds_text(q.start) + " to " +
+                             svg::seconds_text(q.end);
+    char geometry[128];
+    std::snprintf(geometry, sizeof geometry, "x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\"", x, y, w, row - 4);
+    elements += std::string("<rect ") + geometry + " fill=\"" + svg::phase_colors[q.backward ? 1 : 0] +
+                "\" stroke=\"white\" data-stage=\"" + std::to_string(q.stage) + "\" data-micro-batch=\"" +
+                std::to_string(q.micro_batch) + "\" data-chunk=\"" + std::to_string(q.chunk) + "\" data-pass=\"" +
+                (q.backward ? "backward" : "forward") + "\" data-start=\"" + svg::exact(q.start) +
+                "\" data-end=\"" + svg::exact(q.end) + "\"><title>" + svg::escape(what) + "</title></rect>\n";
+  }
+  elements += "</g>\n";
+  for (std::size_t s = 0; s < stage_seconds.size(); ++s)
+    elements += "<text x=\"16\" y=\"" + std::to_string(doc.y() + static_cast<int>(s) * row + 12) + "\">stage " +
+                std::to_string(s) + "</text>\n";
+  doc.raw(elements, static_cast<int>(stage_seconds.size()) * row + 4);
+  doc.line("forward passes blue, backward orange, each stage at the slowest stage's pace: the passes end at " +
+           svg::seconds_text(makespan) + ", and the slowest optimizer step (" + svg::seconds_text(slowest_optimizer) +
+           ") makes the step " + svg::seconds_text(makespan + slowest_optimizer));
+  return doc.finish();
+}
 
 /// The picture of plan answer `answer` to plan `plan` (the request's "plan" value, already read
 /// by `verify_plan`, so its mesh is valid).
@@ -307,8 +437,10 @@ inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& 
     doc.bars("collectives", bars);
   if (!has_cost) return doc.finish();
 
-  // ---- memory per device ----
+  if (answer.contains("pipeline")) return pipeline_sections(doc, plan, answer.at("pipeline"));
   const json& cost = answer.at("cost");
+
+  // ---- memory per device ----
   const json& memory = cost.at("memory");
   doc.heading("Memory per device");
   bars.clear();
@@ -351,59 +483,6 @@ inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& 
                 cost.at("flops").at("model").get<double>());
   doc.line(mfu);
 
-  // ---- pipeline schedule ----
-  if (answer.contains("pipeline")) {
-    const json& pipe = answer.at("pipeline");
-    const json& options = plan.at("pipeline");
-    const std::string schedule = options.value("schedule", std::string("1f1b"));
-    const std::int64_t chunks = options.value("chunks", std::int64_t{1});
-    const auto m = pipe.at("micro_batches").get<std::int64_t>();
-    std::vector<double> stage_seconds;
-    for (const auto& s : pipe.at("stages"))
-      stage_seconds.push_back(s.at("compute_seconds").get<double>() + s.at("exposed_communication_seconds").get<double>() +
-                              s.at("send_seconds").get<double>());
-    char heading[160];
-    std::snprintf(heading, sizeof heading, "Pipeline schedule (%s, %lld micro-batches): bubble %.1f%%, step %s",
-                  schedule.c_str(), static_cast<long long>(m), 100 * pipe.at("bubble_fraction").get<double>(),
-                  svg::seconds_text(pipe.at("step_seconds").get<double>()).c_str());
-    doc.heading(heading);
-    // 2·m·v·p passes, each factor checked first (a request's m or v may be huge: no overflow)
-    constexpr std::int64_t most_passes = 4096;
-    const std::int64_t v = schedule == "interleaved" ? chunks : 1, p = static_cast<std::int64_t>(stage_seconds.size());
-    if (m > most_passes || v > most_passes || 2 * m * v * p > most_passes) {
-      doc.line("not drawn: more than " + std::to_string(most_passes) + " passes");
-    } else {
-      const auto passes = svg::simulate_pipeline(schedule, m, chunks, stage_seconds);
-      double makespan = 0;
-      for (const auto& q : passes) makespan = std::max(makespan, q.end);
-      constexpr int left = 90, span = 850, row = 20;
-      std::string elements = "<g class=\"pipeline\">\n";
-      for (const auto& q : passes) {
-        const double x = left + (makespan > 0 ? span * q.start / makespan : 0);
-        const double w = std::max(1.0, makespan > 0 ? span * (q.end - q.start) / makespan : 1.0);
-        const int y = doc.y() + static_cast<int>(q.stage) * row;
-        const std::string what = std::string(q.backward ? "backward" : "forward") + " of micro-batch " +
-                                 std::to_string(q.micro_batch) +
-                                 (schedule == "interleaved" ? ", chunk " + std::to_string(q.chunk) : std::string()) +
-                                 " on stage " + std::to_string(q.stage) + ": " + svg::seconds_text(q.start) + " to " +
-                                 svg::seconds_text(q.end);
-        char geometry[128];
-        std::snprintf(geometry, sizeof geometry, "x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\"", x, y, w, row - 4);
-        elements += std::string("<rect ") + geometry + " fill=\"" + svg::phase_colors[q.backward ? 1 : 0] +
-                    "\" stroke=\"white\" data-stage=\"" + std::to_string(q.stage) + "\" data-micro-batch=\"" +
-                    std::to_string(q.micro_batch) + "\" data-chunk=\"" + std::to_string(q.chunk) + "\" data-pass=\"" +
-                    (q.backward ? "backward" : "forward") + "\" data-start=\"" + svg::exact(q.start) +
-                    "\" data-end=\"" + svg::exact(q.end) + "\"><title>" + svg::escape(what) + "</title></rect>\n";
-      }
-      elements += "</g>\n";
-      for (std::size_t s = 0; s < stage_seconds.size(); ++s)
-        elements += "<text x=\"16\" y=\"" + std::to_string(doc.y() + static_cast<int>(s) * row + 12) + "\">stage " +
-                    std::to_string(s) + "</text>\n";
-      doc.raw(elements, static_cast<int>(stage_seconds.size()) * row + 4);
-      doc.line("forward passes blue, backward orange; the simulated schedule ends at " + svg::seconds_text(makespan));
-      doc.line("(each stage at its own speed: the step time takes the slowest stage's for all)");
-    }
-  }
   return doc.finish();
 }
 

@@ -796,20 +796,24 @@ class simulator {
       if (x.mirror_of == split_) mirror_first_op_ = static_cast<std::int64_t>(x.first_op);
       for (auto i = x.first_op; i < x.end_op; ++i) op_block_[i] = static_cast<std::int64_t>(k);
     }
-    // A tied parameter's gradient (a head tied to the embedding): the sum of parts computed on
-    // the last stage and on the first runs once a step, before the optimizer.
-    for (std::size_t i = 0; i < p_.op_count(); ++i) {
-      const auto& op = p_.op_at(i);
-      if (op.rule != "add_n" || op.phase != ctspmd::model::phase::backward || op_block_[i] >= 0 || op.outputs.empty()) continue;
-      const auto& g = p_.tensor_at(op.outputs[0]);
-      if (g.role != ctspmd::model::tensor_role::gradient || g.role_of < 0 || !p_.tensor_at(to_size(g.role_of)).trainable)
-        continue;
-      for (auto t : op.inputs)
-        if (const auto at = p_.tensor_at(t).producer; at >= 0 && op_block_[to_size(at)] < 0 &&
-                                                      p_.op_at(to_size(at)).phase == ctspmd::model::phase::backward &&
-                                                      part_stage(to_size(at)) != part_stage(i))
-          tied_sum_[i] = true;
-    }
+    // Where the parameters declared before the block are read (forward, outside it): before it,
+    // after it, or both (tied: a head tied to the embedding, whose gradient's sum of parts runs
+    // once a step, before the optimizer). As the pipeline report does (model/cost/walk.hpp).
+    reads_.assign(p_.tensor_count(), 0);
+    for (std::size_t i = 0; i < p_.op_count(); ++i)
+      if (p_.op_at(i).phase == ctspmd::model::phase::forward && op_block_[i] < 0)
+        for (auto t : p_.op_at(i).inputs)
+          if (p_.tensor_at(t).trainable && t <= b.input.index) reads_[t] |= i < b.first_op ? 1 : 2;
+    for (std::size_t i = 0; i < p_.op_count(); ++i)
+      if (const auto t = summed_parameter(i); t >= 0) tied_sum_[i] = reads_[to_size(t)] == 3;
+  }
+  /// The parameter whose gradient parts backward operator i sums (an add_n outside blocks), or -1.
+  std::int64_t summed_parameter(std::size_t i) const {
+    const auto& op = p_.op_at(i);
+    if (op.rule != "add_n" || op.phase != ctspmd::model::phase::backward || op_block_[i] >= 0 || op.outputs.empty()) return -1;
+    const auto& g = p_.tensor_at(op.outputs[0]);
+    const bool sum = g.role == ctspmd::model::tensor_role::gradient && g.role_of >= 0 && p_.tensor_at(to_size(g.role_of)).trainable;
+    return sum ? g.role_of : -1;
   }
   /// True if operator i runs in the optimizer's pass: an optimizer operator, or a tied
   /// parameter's gradient sum in a pipeline (pipeline.hpp).
@@ -829,8 +833,13 @@ class simulator {
   }
   /// The stage of forward or backward operator i outside the pipeline's block: before it, the
   /// first; after it, the last (backward: mirrored).
+  /// A parameter's gradient sum runs on the parameter's stage: the first for one declared before
+  /// the block and read before it, else the last.
   std::int64_t part_stage(std::size_t i) const {
-    if (p_.op_at(i).phase == ctspmd::model::phase::forward) return i < p_.block_at(to_size(split_)).first_op ? 0 : stages_ - 1;
+    const auto& b = p_.block_at(to_size(split_));
+    if (p_.op_at(i).phase == ctspmd::model::phase::forward) return i < b.first_op ? 0 : stages_ - 1;
+    if (const auto t = summed_parameter(i); t >= 0)
+      return to_size(t) <= b.input.index && (reads_[to_size(t)] & 1) != 0 ? 0 : stages_ - 1;
     return mirror_first_op_ < 0 || to_int(i) < mirror_first_op_ ? stages_ - 1 : 0;
   }
   /// The chunk (interleaved) of forward or backward operator i outside the pipeline's block:
@@ -838,6 +847,7 @@ class simulator {
   std::int64_t part_chunk(std::size_t i) const {
     const auto last = chunks() - 1;
     if (p_.op_at(i).phase == ctspmd::model::phase::forward) return i < p_.block_at(to_size(split_)).first_op ? 0 : last;
+    if (summed_parameter(i) >= 0) return part_stage(i) == 0 ? 0 : last;
     return mirror_first_op_ < 0 || to_int(i) < mirror_first_op_ ? last : 0;
   }
   std::int64_t chunks() const {
@@ -866,18 +876,14 @@ class simulator {
   std::vector<event> schedule() const {
     const auto m = o_.micro_batches, p = stages_, v = chunks();
     const auto kind = o_.pipeline->schedule;
+    namespace md = ctspmd::model::detail;
     const auto nth = [&](std::int64_t r, bool backward, std::int64_t k) {
-      const auto c = (k / p) % v;
-      return event{r, backward, (k / (p * v)) * p + k % p, backward ? v - 1 - c : c};
+      return event{r, backward, md::pass_micro_batch(k, p, v), md::pass_chunk(k, backward, p, v)};
     };
     std::vector<std::vector<event>> own(to_size(p));
     for (std::int64_t r = 0; r < p; ++r) {
       auto& q = own[to_size(r)];
-      const auto total = m * v;
-      const auto warm = kind == ctspmd::model::pipeline_schedule::gpipe ? total
-                        : kind == ctspmd::model::pipeline_schedule::interleaved
-                            ? std::min(2 * (p - r - 1) + (v - 1) * p, total)
-                            : std::min(p - r - 1, m);
+      const auto total = m * v, warm = md::warmup_passes(kind, p, r, m, v);
       for (std::int64_t k = 0; k < warm; ++k) q.push_back(nth(r, false, k));
       for (std::int64_t k = 0; k < total; ++k) {
         if (warm + k < total) q.push_back(nth(r, false, warm + k));
@@ -1149,6 +1155,7 @@ class simulator {
   std::int64_t split_ = -1, stages_ = 1, mirror_first_op_ = -1;
   std::vector<std::int64_t> layer_stage_, layer_chunk_, op_block_ = std::vector<std::int64_t>(p_.op_count(), -1);
   std::vector<bool> tied_sum_ = std::vector<bool>(p_.op_count(), false);  ///< see `in_optimizer`
+  std::vector<int> reads_;  ///< per tensor: read before the pipeline's block (1), after it (2)
   ctspmd::model::pipeline_report report_{};
   std::optional<event> event_;  ///< the schedule's pass running, if any
   std::map<std::size_t, domain> domains_;

@@ -22,10 +22,11 @@
 /// - Schedules: GPipe (every forward, then every backward: each stage keeps m micro-batches'
 ///   activations), 1F1B (stage r keeps min(p - r, m)), and interleaved 1F1B (each stage holds
 ///   `chunks` (v) chunks of the layers, stage r's j-th the (j·p + r)-th of p·v equal chunks; a
-///   pass is one chunk's, and stage r runs Megatron's 2(p - r - 1) + (v - 1)·p forward passes
-///   before its first backward, so keeps min(m·v, 2(p - r - 1) + (v - 1)·p + 1) chunks in
-///   flight, a v-th of a micro-batch's activations each: on the first stage p + (p - 1)/v, the
-///   (1 + (p - 1)/(p·v)) × p of Narayanan et al. 2021; on the last 1 + (v - 1)·p/v, not fewer).
+///   pass is one chunk's, in Megatron's order (`pass_chunk`), and stage r runs
+///   2(p - r - 1) + (v - 1)·p forward passes before its first backward (`warmup_passes`), so
+///   keeps min(m·v, 2(p - r - 1) + (v - 1)·p + 1) chunk passes in flight: `in_flight` counts
+///   them as v-ths of a micro-batch (with m > p, on the first stage p + (p - 1)/v, the
+///   (1 + (p - 1)/(p·v)) × p of Narayanan et al. 2021; on the last ((v - 1)·p + 1)/v).
 ///   Interleaving needs m to be a multiple of p and each stage to hold at least v layers: stage
 ///   r's n_r layers make its v chunks, the first n_r mod v of them one layer longer (the time
 ///   below takes a stage's chunks alike).
@@ -36,8 +37,11 @@
 ///   chunk boundary sends: v forward and v backward a micro-batch, but the first stage's first
 ///   chunk receives and the last stage's last chunk sends nothing further.
 /// - Memory of a stage: its parameters, gradients and optimizer states, and its layers'
-///   activations kept per micro-batch times the micro-batches in flight. Transient buffers are
-///   not counted (the step's own peak, `step_cost::memory().peak`, has them).
+///   activations kept per micro-batch times the micro-batches in flight; interleaved, the most
+///   its passes in flight keep at once as they run in order, each its chunk's layers' (the first
+///   stage's first chunk also the embedding's, the last stage's last chunk the head's).
+///   Transient buffers are not counted (the step's own peak, `step_cost::memory().peak`, has
+///   them).
 /// - Time: a micro-batch through stage r (forward and backward) takes its kernels (the recomputed
 ///   forward's too; the cluster's roofline, `cluster::work_seconds`, a layer's the block's divided
 ///   by its count), its collectives, and its sends (latency + bytes /
@@ -248,6 +252,26 @@ constexpr std::int64_t pipeline_block(const plan<T, O>& step, const propagation<
   return block;
 }
 
+/// The forward passes stage r of p runs before its first backward pass, of the m·v it runs (one
+/// chunk's each; v = 1 but interleaved): GPipe all of them, 1F1B p - r - 1, interleaved
+/// Megatron's 2(p - r - 1) + (v - 1)·p; at most all.
+constexpr std::int64_t warmup_passes(pipeline_schedule s, std::int64_t p, std::int64_t r, std::int64_t m, std::int64_t v) {
+  if (s != pipeline_schedule::interleaved) v = 1;
+  const std::int64_t all = saturating_product(m, v);
+  const std::int64_t warm = s == pipeline_schedule::gpipe ? all
+                            : s == pipeline_schedule::interleaved
+                                ? saturating_sum(saturating_product(2, p - r - 1), saturating_product(v - 1, p))
+                                : p - r - 1;
+  return warm < all ? warm : all;
+}
+/// The chunk of a stage's k-th forward (or backward) pass, and its micro-batch, in Megatron's
+/// interleaved order: p micro-batches through one chunk, then the next (backward from the last).
+constexpr std::int64_t pass_chunk(std::int64_t k, bool backward, std::int64_t p, std::int64_t v) {
+  const std::int64_t c = (k / p) % v;
+  return backward ? v - 1 - c : c;
+}
+constexpr std::int64_t pass_micro_batch(std::int64_t k, std::int64_t p, std::int64_t v) { return k / (p * v) * p + k % p; }
+
 /// The layers of each of `p` stages when no stage map is given: `layers / p` each, and one more
 /// for each of the rest, given to the middle stages first, then the last, then the first (which
 /// also hold the head and loss, and the embedding).
@@ -362,27 +386,30 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
     st.forward_seconds = c.work_seconds(body.forward_work) / static_cast<double>(layers) * static_cast<double>(n) +
                          (head ? c.work_seconds(before.forward_work) : 0.0) + (tail ? c.work_seconds(after.forward_work) : 0.0);
     st.reduction_seconds = body.reduction_seconds / static_cast<double>(layers) * static_cast<double>(n) +
-                           extra_seconds(&split_part::reduction_seconds);
+                           extra_seconds(&split_part::reduction_seconds) + (copy ? tied.reduction_seconds : 0.0);
     st.gather_seconds = body.gather_seconds / static_cast<double>(layers) * static_cast<double>(n) +
-                        extra_seconds(&split_part::gather_seconds);
+                        extra_seconds(&split_part::gather_seconds) + (copy ? tied.gather_seconds : 0.0);
     st.optimizer_seconds = c.work_seconds(body.optimizer_work) / static_cast<double>(layers) * static_cast<double>(n) +
                            (head ? c.work_seconds(before.optimizer_work) : 0.0) +
-                           (tail ? c.work_seconds(after.optimizer_work) : 0.0);
-    const std::int64_t ahead = p - s < m ? p - s : m;
-    // interleaved: chunk passes between a forward and its backward, Megatron's warm-up and one
-    const std::int64_t chunk_passes = detail::saturating_sum(detail::saturating_product(2, p - s - 1),
-                                                             detail::saturating_product(v - 1, p) + 1);
-    const std::int64_t all = detail::saturating_product(m, v);
-    st.in_flight = o.schedule == pipeline_schedule::gpipe ? static_cast<double>(m)
-                   : interleaved ? static_cast<double>(chunk_passes < all ? chunk_passes : all) / static_cast<double>(v)
-                                 : static_cast<double>(ahead);
-    // activations x in flight, rounded up (saturating)
-    const double kept = static_cast<double>(st.activations) * st.in_flight;
-    std::int64_t kept_bytes = std::numeric_limits<std::int64_t>::max();
-    if (kept < 9.2e18) {
-      kept_bytes = static_cast<std::int64_t>(kept);
-      if (static_cast<double>(kept_bytes) < kept) ++kept_bytes;
+                           (tail ? c.work_seconds(after.optimizer_work) : 0.0) +
+                           (copy ? c.work_seconds(tied.optimizer_work) : 0.0);
+    // The passes in flight, and the activations they keep: the stage's passes in their order,
+    // each keeping its chunk's (the embedding's with the first stage's first chunk, the head's
+    // with the last stage's last)
+    const std::int64_t all = detail::saturating_product(m, v), warm = warmup_passes(o.schedule, p, s, m, v);
+    st.in_flight = static_cast<double>(warm < all ? warm + 1 : all) / static_cast<double>(v);
+    const auto chunk_bytes = [&](std::int64_t j) {
+      const std::int64_t in_chunk = n / v + (j < n % v ? 1 : 0);
+      return sum3(share(body.activations, in_chunk), head && j == 0 ? before.activations : 0,
+                  tail && j == v - 1 ? after.activations : 0);
+    };
+    std::int64_t held = 0, kept_bytes = 0;
+    for (std::int64_t k = 0; k < all && v > 1; ++k) {  // forward k (after the warm-up), then backward k - warm
+      held = detail::saturating_sum(held, chunk_bytes(pass_chunk(k, false, p, v)));
+      if (held > kept_bytes) kept_bytes = held;
+      if (k >= warm) held -= chunk_bytes(pass_chunk(k - warm, true, p, v));
     }
+    if (v == 1) kept_bytes = detail::saturating_product(st.activations, static_cast<std::int64_t>(st.in_flight));
     st.memory = detail::saturating_sum(st.persistent(), kept_bytes);
     if (st.memory > out.stages_[out.peak_stage_].memory) out.peak_stage_ = static_cast<std::size_t>(s);
     if (st.micro_batch_seconds() > slowest) slowest = st.micro_batch_seconds();

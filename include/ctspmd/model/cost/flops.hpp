@@ -83,6 +83,7 @@ class flops_count : public traffic_count<T, O, R> {
       into = saturating_sum(into, saturating_product(once, times));
       (optimizer ? part->optimizer_work : part->work).add(once, bytes, times);
       if (op.phase == phase::forward) part->forward_work.add(once, bytes, n);
+      if (base::tied_update(i)) out_.tied.optimizer_work.add(once, bytes, times);
     }
   }
 };

@@ -148,7 +148,7 @@ class memory_count : public cost_walk<T, O, R> {
     const std::int64_t bytes = saturating_product(declared_runs(t), saturating_product(elements, info.element_bytes));
     out_.memory.parameters = saturating_sum(out_.memory.parameters, bytes);
     if (split_ >= 0) {
-      auto& part = out_.parts[part_of_tensor(t)];
+      auto& part = out_.parts[base::parameter_part(t)];
       part.parameters = saturating_sum(part.parameters, bytes);
       if (base::tied(t)) out_.tied.parameters = saturating_sum(out_.tied.parameters, bytes);
     }

@@ -48,6 +48,12 @@ class step_cost {
         part.gather_seconds += time(c, m, part.gathers[m]);
       }
     }
+    auto& t = f_.tied;
+    t.reduction_seconds = t.gather_seconds = 0;
+    for (std::size_t m = 0; m < max_mesh_ndim; ++m) {
+      t.reduction_seconds += time(c, m, t.reductions[m]);
+      t.gather_seconds += time(c, m, t.gathers[m]);
+    }
   }
   /// The same step timed on cluster `c`: its figures counted once, timed on many clusters
   /// (`model::cost(step, r, h100_cluster(mesh)).on(a100_cluster(mesh))`).

@@ -63,9 +63,11 @@ class cost_walk {
     block_of_[i] = -1;
     for (size_t b = 0; b < p_.block_count(); ++b)
       if (i >= p_.block_at(b).first_op && i < p_.block_at(b).end_op) block_of_[i] = static_cast<std::int8_t>(b);
-    if (split_ >= 0 && p_.op_at(i).phase == phase::forward && part_of_op(i) == 2)
+    if (split_ >= 0 && p_.op_at(i).phase == phase::forward && part_of_op(i) != 1) {
+      const auto at = part_of_op(i) == 0 ? read_before : read_after;
       for (auto t : p_.op_at(i).inputs)
-        if (p_.tensor_at(t).trainable && part_of_tensor(t) == 0) tied_[t] = 1;
+        if (p_.tensor_at(t).trainable && part_of_tensor(t) == 0) reads_[t] = static_cast<std::int8_t>(reads_[t] | at);
+    }
   }
   constexpr std::int64_t runs(size_t op) const {
     return block_of_[op] < 0 ? 1 : static_cast<std::int64_t>(p_.block_at(static_cast<size_t>(block_of_[op])).count);
@@ -93,31 +95,54 @@ class cost_walk {
     const auto& op = p_.op_at(i);
     if (op.phase == phase::forward) return i < b.first_op ? 0 : 2;
     if (op.phase == phase::backward) {
+      if (const auto t = summed_parameter(i); t >= 0) return parameter_part(static_cast<size_t>(t));
       const auto m = mirror_[static_cast<size_t>(split_)];
       return m < 0 || i < p_.block_at(static_cast<size_t>(m)).first_op ? 2 : 0;
     }
-    return optimizer_part(i);
+    const auto t = optimizer_parameter(i);
+    return t < 0 ? 2 : parameter_part(static_cast<size_t>(t));
   }
-  /// The part of the parameter optimizer operator i updates: its first input is the parameter,
-  /// its gradient or state, or what an earlier optimizer operator made of one (a ZeRO shard an
-  /// `assign` sliced, the updated shard an `assign` gathers back); an operator without inputs
-  /// is the last part's.
-  constexpr size_t optimizer_part(size_t i) const {
+  /// The tensor optimizer operator i updates: its first input is the parameter, its gradient or
+  /// state, or what an earlier optimizer operator made of one (a ZeRO shard an `assign` sliced,
+  /// the updated shard an `assign` gathers back); -1 for an operator without inputs.
+  constexpr std::int64_t optimizer_parameter(size_t i) const {
     for (;;) {
       const auto& op = p_.op_at(i);
-      if (op.inputs.empty()) return 2;
+      if (op.inputs.empty()) return -1;
       const auto& x = p_.tensor_at(op.inputs[0]);
       if (!x.trainable && x.role_of >= 0 && (x.role == tensor_role::gradient || x.role == tensor_role::optimizer_state))
-        return part_of_tensor(static_cast<size_t>(x.role_of));
+        return x.role_of;
       if (x.trainable || x.producer < 0 || p_.op_at(static_cast<size_t>(x.producer)).phase != phase::optimizer)
-        return part_of_tensor(op.inputs[0]);
+        return static_cast<std::int64_t>(op.inputs[0]);
       i = static_cast<size_t>(x.producer);  // an earlier operator: the walk ends
     }
   }
+  /// The parameter whose gradient parts backward operator i sums (an `add_n` outside blocks,
+  /// which the training step emits after the backward pass), or -1.
+  constexpr std::int64_t summed_parameter(size_t i) const {
+    const auto& op = p_.op_at(i);
+    if (block_of_[i] >= 0 || !is_rule<rules::add_n>(op) || op.outputs.empty()) return -1;
+    const auto& g = p_.tensor_at(op.outputs[0]);
+    const bool sum = g.role == tensor_role::gradient && g.role_of >= 0 && p_.tensor_at(static_cast<size_t>(g.role_of)).trainable;
+    return sum ? g.role_of : -1;
+  }
+  /// The part of tensor t, a parameter by where it is read: one declared before the block but
+  /// read only after it is the last part's (a plan may declare every tensor first).
+  constexpr size_t parameter_part(size_t t) const {
+    const auto part = part_of_tensor(t);
+    return part == 0 && reads_[t] == read_after ? 2 : part;
+  }
   constexpr split_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts[part_of_op(i)]; }
-  /// True if parameter t is declared before the split block and read after it too (`tied_part`;
-  /// after the loop of `map_op`).
-  constexpr bool tied(size_t t) const { return split_ >= 0 && tied_[t] != 0; }
+  /// True if parameter t is read both before the split block and after it (`tied_part`; after
+  /// the loop of `map_op`).
+  constexpr bool tied(size_t t) const { return split_ >= 0 && reads_[t] == (read_before | read_after); }
+  /// True if operator i is an optimizer operator of a tied parameter: the last part runs it on
+  /// its copy too.
+  constexpr bool tied_update(size_t i) const {
+    if (split_ < 0 || p_.op_at(i).phase != phase::optimizer) return false;
+    const auto t = optimizer_parameter(i);
+    return t >= 0 && tied(static_cast<size_t>(t));
+  }
 
   // ---- sizes ----
   /// Elements of tensor t's largest local part under layout `a`: each dim's largest part (the
@@ -161,7 +186,9 @@ class cost_walk {
   cost_figures out_{};
   cost_slots<std::int64_t, T> bytes_{}, elements_{};  ///< elements_: of the local part, or -1 (not counted)
   cost_slots<std::int8_t, O> block_of_{};
-  cost_slots<std::int8_t, T> tied_{};  ///< see `tied`
+  /// Per parameter declared before the split block: read by forward operators before it, after it.
+  enum : std::int8_t { read_before = 1, read_after = 2 };
+  cost_slots<std::int8_t, T> reads_{};
   cost_slots<std::int32_t, O> first_entry_{};  ///< the operator's first reshard entry, or -1
   cost_slots<std::int8_t, max_blocks> mirror_{};
 };
