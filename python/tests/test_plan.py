@@ -189,6 +189,34 @@ def layers(count=4, **extra):
     return plan
 
 
+def test_pipeline_places_a_parameter_where_it_is_read():
+    # A head declared first but read after the block is the last stage's; an embedding read before
+    # the block and after it (tied) is held by both, updated by both, its gradient sent once a step.
+    def plan(tied):
+        p = layers(pipeline={"mesh_dim": "pp", "micro_batches": 2})
+        p["tensors"] = [{"name": "emb", "shape": [64, 64], "parameter": True, "dtype": "bfloat16"},
+                        {"name": "x0", "shape": [8, 64], "dtype": "bfloat16"},
+                        {"name": "y", "shape": [8, 64], "dtype": "bfloat16"}] + p["tensors"]
+        if not tied:
+            p["tensors"].insert(0, {"name": "head", "shape": [64, 64], "parameter": True, "dtype": "bfloat16"})
+        p["operators"][0]["repeat"]["source"] = "x0"
+        p["operators"] = [{"op": "matmul", "inputs": ["x", "emb"], "outputs": ["x0"]}, p["operators"][0],
+                          {"op": "matmul", "inputs": ["b", "emb" if tied else "head"], "outputs": ["y"]},
+                          {"op": "relu", "inputs": ["y"], "outputs": ["out"]}]
+        return ctspmd.verify_plan(p)["pipeline"]["stages"]
+    first, last = plan(tied=False)
+    weight = 64 * 64 * 2
+    for k in ("parameters", "gradients"):
+        assert last[k] - first[k] == 0 and first[k] == 2 * weight + weight  # two layers and emb / head
+    assert first["tied_gradient_bytes"] == last["tied_gradient_bytes"] == 0
+    first, last = plan(tied=True)
+    for k in ("parameters", "gradients", "optimizer_states"):
+        assert first[k] == last[k] == (3 * weight if k != "optimizer_states" else first[k])
+    assert first["tied_gradient_bytes"] == last["tied_gradient_bytes"] == weight  # the head's part, partial over dp
+    assert first["optimizer_seconds"] == pytest.approx(last["optimizer_seconds"])  # the same update, the same send
+    assert first["reduction_seconds"] == pytest.approx(last["reduction_seconds"]) and last["reduction_seconds"] > 0
+
+
 def test_zero_over_a_product_group_is_checked():
     plan = layers(training={"loss": "out", "shard_optimizer_states_on": "dp", "shard_optimizer_states_also_on": "dp"})
     with pytest.raises(ctspmd.SpmdError, match="the same as shard_optimizer_states_on"):

@@ -202,10 +202,13 @@ TEST_CASE("step simulator: a pipeline whose head is tied to the embedding sums t
   CHECK(stages[0][1].tied_gradient_bytes == 0);
   CHECK(stages[0][0].tied_gradient_seconds > 0);
   CHECK(stages[1][0].tied_gradient_bytes == 0);
-  for (std::size_t s = 0; s < 4; ++s) {
+  for (std::size_t s = 0; s < 4; ++s) {  // the copy updated as the untied head's weight is
     CHECK(stages[0][s].parameters == stages[1][s].parameters);
     CHECK(stages[0][s].gradients == stages[1][s].gradients);
     CHECK(stages[0][s].optimizer_states == stages[1][s].optimizer_states);
+    CHECK(stages[0][s].reduction_seconds == doctest::Approx(stages[1][s].reduction_seconds));
+    CHECK(stages[0][s].optimizer_seconds - stages[0][s].tied_gradient_seconds ==
+          doctest::Approx(stages[1][s].optimizer_seconds));
   }
 }
 

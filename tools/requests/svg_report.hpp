@@ -412,8 +412,10 @@ inline std::string svg_report(const nlohmann::json& plan, const nlohmann::json& 
       it->bytes = it->bytes < 0 || bytes < 0 ? -1 : it->bytes + bytes * times;
     }
   }
-  doc.heading(has_cost ? "Collectives a device sends, by phase and mesh dim (bytes per step)"
-                       : "Reshards a device sends, by phase and mesh dim (bytes per step)");
+  doc.heading(!has_cost ? "Reshards a device sends, by phase and mesh dim (bytes per step)"
+              : answer.contains("pipeline")
+                  ? "Collectives of the layers and the optimizer, by phase and mesh dim (one micro-batch's, the stages' together)"
+                  : "Collectives a device sends, by phase and mesh dim (bytes per step)");
   std::vector<svg::bar> bars;
   for (std::size_t p = 0; p < std::size(phases); ++p)
     for (const auto& t : totals) {

@@ -50,9 +50,11 @@
 //   where its gradient was computed. A tensor read on another stage than the one that computed it
 //   is sent there, point to point between neighbours (each device to the one with the same other
 //   coordinates), and only so; the sends of each stage and their bytes must be the report's. A
-//   tied parameter's gradient (a head on the last stage tied to the embedding on the first) is
-//   summed once a step, before the optimizer: each stage accumulates its own part over the
-//   micro-batches, and the last sends its part to the first (the report's `tied_gradient_bytes`).
+//   parameter's gradient sum runs on the parameter's stage (the first if it is read before the
+//   block, else the last). A tied parameter's gradient (a head on the last stage tied to the
+//   embedding on the first) is summed once a step, before the optimizer: each stage accumulates
+//   its own part over the micro-batches, and the last sends its part to the first (the
+//   report's `tied_gradient_bytes`).
 //   The passes run in the schedule's order (GPipe, 1F1B: each stage's own order, a pass as soon
 //   as what it reads is done), their gradients then summed; the most micro-batches a
 //   stage holds between their forward and backward passes must be the report's `in_flight`

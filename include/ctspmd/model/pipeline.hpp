@@ -13,9 +13,12 @@
 /// plan's first repeated forward block (its runs, the layers) is split over the stages: by
 /// `stage_layers` (Llama 3 gives the first and last stages one layer fewer), or as evenly as the
 /// count allows: L/p layers a stage, and one more for each of the L mod p left, the middle
-/// stages first, then the last, then the first (which hold the head and the embedding too). What comes before the block (the embedding) is on the first stage, what comes
-/// after it (the head and the loss) on the last; their backward and optimizer operators with
-/// them. The figures are per device of a stage, from the step's cost split into those three
+/// stages first, then the last, then the first (which hold the head and the embedding too).
+/// What comes before the block (the embedding) is on the first stage, what comes after it (the
+/// head and the loss) on the last, their backward operators with them; a plan input (a
+/// parameter, labels) is where it is read, whatever its declaration's place (on the first stage
+/// if read before the block, else on the last), with its gradient's sum and optimizer
+/// operators. The figures are per device of a stage, from the step's cost split into those three
 /// parts (`split_part`, `<ctspmd/model/cost.hpp>`): a layer's are the block's divided by its count.
 ///
 /// A step runs `micro_batches` (m) micro-batches, each the plan's batch, through the stages:
@@ -54,7 +57,9 @@
 ///   step, after the last backward pass, the last sends its part to the first to be summed
 ///   (Megatron all-reduces the embedding group's gradients once a step): `tied_gradient_bytes`,
 ///   timed as one send over the pipeline's mesh dim and added to both stages' optimizer step.
-///   The sum's additions are counted with the first stage's backward pass.
+///   The last stage also gathers its copy as the first does under ZeRO-3 (per micro-batch) and
+///   updates it (the optimizer's kernels, gradient reductions and parameter gathers). The sum's
+///   additions are counted with the first stage's backward pass.
 /// - The optimizer step of a stage: its kernels, and the optimizer's collectives it waits for:
 ///   the gradients' reductions over the data-parallel dims and the updated parameters'
 ///   all-gathers (ZeRO). With `overlap_grad_reduce` (Megatron's flag) the reductions run while
@@ -122,7 +127,7 @@ struct stage_report {
   std::int64_t parameters = 0, gradients = 0, optimizer_states = 0;
   std::int64_t activations = 0;  ///< kept for backward, per micro-batch
   double in_flight = 0;          ///< micro-batches whose activations it keeps at once
-  std::int64_t memory = 0;       ///< persistent + activations × in_flight
+  std::int64_t memory = 0;       ///< persistent + the activations in flight keep (see the file comment)
   std::int64_t flops = 0;        ///< forward, backward and recomputed, per micro-batch
   std::int64_t sends = 0, send_bytes = 0;  ///< point-to-point sends per micro-batch, both directions
   double compute_seconds = 0, communication_seconds = 0, send_seconds = 0;  ///< per micro-batch
@@ -347,7 +352,8 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
     st.activations = sum3(share(body.activations, n), extra(&split_part::activations), 0);
     st.flops = sum3(share(body.flops, n), extra(&split_part::flops), 0);
     const double per_layer = body.communication_seconds / static_cast<double>(layers);
-    st.communication_seconds = per_layer * static_cast<double>(n) + extra_seconds(&split_part::communication_seconds);
+    st.communication_seconds = per_layer * static_cast<double>(n) + extra_seconds(&split_part::communication_seconds) +
+                               (copy ? tied.communication_seconds : 0.0);
     const std::int64_t forward_sends = v - (tail ? 1 : 0), backward_sends = v - (head ? 1 : 0);
     st.sends = p == 1 ? 0 : forward_sends + backward_sends;  // one stage sends to no other device
     st.send_bytes = detail::saturating_product(st.sends, cost.boundary_bytes());
@@ -378,6 +384,11 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
                        detail::saturating_sum(head ? first_part.bytes : 0, tail ? last_part.bytes : 0));
         e.seconds += in.seconds / static_cast<double>(layers) * static_cast<double>(n) + (head ? first_part.seconds : 0.0) +
                      (tail ? last_part.seconds : 0.0);
+        if (copy) {
+          e.count += tied.collectives[k][d].count;
+          e.bytes = detail::saturating_sum(e.bytes, tied.collectives[k][d].bytes);
+          e.seconds += tied.collectives[k][d].seconds;
+        }
       }
     }
     done += n;
@@ -403,8 +414,12 @@ constexpr pipeline_report pipeline_of(const plan<T, O>& step, const propagation<
       return sum3(share(body.activations, in_chunk), head && j == 0 ? before.activations : 0,
                   tail && j == v - 1 ? after.activations : 0);
     };
+    // After the warm-up, what the passes keep repeats every p·v passes (each adds and frees
+    // every chunk p times): the peak falls in the first such period. A saturated sum ends it.
+    constexpr std::int64_t saturated = std::numeric_limits<std::int64_t>::max();
+    const std::int64_t period = detail::saturating_product(p, v), until = warm < all - period ? warm + period : all;
     std::int64_t held = 0, kept_bytes = 0;
-    for (std::int64_t k = 0; k < all && v > 1; ++k) {  // forward k (after the warm-up), then backward k - warm
+    for (std::int64_t k = 0; k < until && v > 1 && kept_bytes < saturated; ++k) {  // forward k, then backward k - warm
       held = detail::saturating_sum(held, chunk_bytes(pass_chunk(k, false, p, v)));
       if (held > kept_bytes) kept_bytes = held;
       if (k >= warm) held -= chunk_bytes(pass_chunk(k - warm, true, p, v));

@@ -83,16 +83,20 @@ struct split_part {
 
 /// The parameters read both before the split block and after it (a head tied to the embedding).
 /// Counted in the first part; a pipeline's last stage holds its own copy of them, of their
-/// gradients and optimizer states, and updates it as the first stage does (the same optimizer
-/// kernels, gradient reductions and parameter gathers), as Megatron's does. The two stages'
+/// gradients and optimizer states, gathers it as the first stage does under ZeRO-3, and updates
+/// it as the first stage does (the same optimizer kernels, gradient reductions and parameter
+/// gathers), as Megatron's does. The two stages'
 /// gradients are summed once a step: `gradient_bytes`, the last part's contributions as the
 /// gradient's sum reads them (one for a head that reads the weight once).
 struct tied_part {
   std::int64_t parameters = 0, gradients = 0, optimizer_states = 0;
   std::int64_t gradient_bytes = 0;
   work_profile optimizer_work{};
+  /// The copy's ZeRO-3 gathers in forward and backward (per micro-batch), and its optimizer's
+  /// gradient reductions and parameter gathers.
+  collective_total collectives[collective_count][max_mesh_ndim] = {};
   collective_total reductions[max_mesh_ndim] = {}, gathers[max_mesh_ndim] = {};
-  double reduction_seconds = 0, gather_seconds = 0;
+  double communication_seconds = 0, reduction_seconds = 0, gather_seconds = 0;
 };
 
 namespace detail {

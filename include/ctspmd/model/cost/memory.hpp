@@ -148,7 +148,7 @@ class memory_count : public cost_walk<T, O, R> {
     const std::int64_t bytes = saturating_product(declared_runs(t), saturating_product(elements, info.element_bytes));
     out_.memory.parameters = saturating_sum(out_.memory.parameters, bytes);
     if (split_ >= 0) {
-      auto& part = out_.parts[base::parameter_part(t)];
+      auto& part = out_.parts[base::input_part(t)];
       part.parameters = saturating_sum(part.parameters, bytes);
       if (base::tied(t)) out_.tied.parameters = saturating_sum(out_.tied.parameters, bytes);
     }
@@ -307,7 +307,7 @@ class memory_count : public cost_walk<T, O, R> {
     if (split_ >= 0) {
       const size_t at = fb == split_ ? 1
                         : info.producer >= 0 ? part_of_op(static_cast<size_t>(info.producer))
-                                             : part_of_tensor(c);
+                                             : base::input_part(c);
       out_.parts[at].activations = saturating_sum(out_.parts[at].activations, kept);
     }
     if (kept_ != nullptr) kept_->push_back({c, w, copies, fb});

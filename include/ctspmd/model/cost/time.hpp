@@ -49,8 +49,9 @@ class step_cost {
       }
     }
     auto& t = f_.tied;
-    t.reduction_seconds = t.gather_seconds = 0;
+    t.communication_seconds = t.reduction_seconds = t.gather_seconds = 0;
     for (std::size_t m = 0; m < max_mesh_ndim; ++m) {
+      for (std::size_t k = 0; k < collective_count; ++k) t.communication_seconds += time(c, m, t.collectives[k][m]);
       t.reduction_seconds += time(c, m, t.reductions[m]);
       t.gather_seconds += time(c, m, t.gathers[m]);
     }

@@ -50,9 +50,10 @@ class traffic_count : public memory_count<T, O, R> {
       into(ph != phase::optimizer ? part->collectives[static_cast<size_t>(k)][static_cast<size_t>(m)]
            : k == collective::reduce_scatter || k == collective::all_reduce ? part->reductions[static_cast<size_t>(m)]
                                                                              : part->gathers[static_cast<size_t>(m)]);
-    if (moves_data(k) && base::tied_update(op))
-      into(k == collective::reduce_scatter || k == collective::all_reduce ? out_.tied.reductions[static_cast<size_t>(m)]
-                                                                         : out_.tied.gathers[static_cast<size_t>(m)]);
+    if (moves_data(k) && base::tied_update(op))  // the last stage's copy: its ZeRO-3 gathers, its update
+      into(ph != phase::optimizer ? out_.tied.collectives[static_cast<size_t>(k)][static_cast<size_t>(m)]
+           : k == collective::reduce_scatter || k == collective::all_reduce ? out_.tied.reductions[static_cast<size_t>(m)]
+                                                                             : out_.tied.gathers[static_cast<size_t>(m)]);
   }
   constexpr void reshard_sends(size_t e) {
     const bool stage3 = options_.stage() == 3;

@@ -66,7 +66,7 @@ class cost_walk {
     if (split_ >= 0 && p_.op_at(i).phase == phase::forward && part_of_op(i) != 1) {
       const auto at = part_of_op(i) == 0 ? read_before : read_after;
       for (auto t : p_.op_at(i).inputs)
-        if (p_.tensor_at(t).trainable && part_of_tensor(t) == 0) reads_[t] = static_cast<std::int8_t>(reads_[t] | at);
+        if (p_.tensor_at(t).producer < 0 && part_of_tensor(t) == 0) reads_[t] = static_cast<std::int8_t>(reads_[t] | at);
     }
   }
   constexpr std::int64_t runs(size_t op) const {
@@ -86,8 +86,8 @@ class cost_walk {
   }
   /// The part operator i belongs to: the block's and its backward pass's operators are the
   /// block's; other forward operators before or after it; backward ones mirrored (the backward
-  /// of what follows the block runs before its backward pass); an optimizer operator its
-  /// parameter's (`optimizer_part`).
+  /// of what follows the block runs before its backward pass), but a parameter's gradient sum
+  /// its parameter's (`input_part`); an optimizer operator its parameter's (`optimizer_parameter`).
   constexpr size_t part_of_op(size_t i) const {
     const auto& b = p_.block_at(static_cast<size_t>(split_));
     const auto own = block_of_[i];
@@ -95,12 +95,12 @@ class cost_walk {
     const auto& op = p_.op_at(i);
     if (op.phase == phase::forward) return i < b.first_op ? 0 : 2;
     if (op.phase == phase::backward) {
-      if (const auto t = summed_parameter(i); t >= 0) return parameter_part(static_cast<size_t>(t));
+      if (const auto t = summed_parameter(i); t >= 0) return input_part(static_cast<size_t>(t));
       const auto m = mirror_[static_cast<size_t>(split_)];
       return m < 0 || i < p_.block_at(static_cast<size_t>(m)).first_op ? 2 : 0;
     }
     const auto t = optimizer_parameter(i);
-    return t < 0 ? 2 : parameter_part(static_cast<size_t>(t));
+    return t < 0 ? 2 : input_part(static_cast<size_t>(t));
   }
   /// The tensor optimizer operator i updates: its first input is the parameter, its gradient or
   /// state, or what an earlier optimizer operator made of one (a ZeRO shard an `assign` sliced,
@@ -126,16 +126,19 @@ class cost_walk {
     const bool sum = g.role == tensor_role::gradient && g.role_of >= 0 && p_.tensor_at(static_cast<size_t>(g.role_of)).trainable;
     return sum ? g.role_of : -1;
   }
-  /// The part of tensor t, a parameter by where it is read: one declared before the block but
-  /// read only after it is the last part's (a plan may declare every tensor first).
-  constexpr size_t parameter_part(size_t t) const {
+  /// The part of tensor t, a plan input (a parameter, labels) by where it is read: one declared
+  /// before the block but read only after it is the last part's (a plan may declare every tensor
+  /// first).
+  constexpr size_t input_part(size_t t) const {
     const auto part = part_of_tensor(t);
     return part == 0 && reads_[t] == read_after ? 2 : part;
   }
   constexpr split_part* part_of(size_t i) { return split_ < 0 ? nullptr : &out_.parts[part_of_op(i)]; }
   /// True if parameter t is read both before the split block and after it (`tied_part`; after
   /// the loop of `map_op`).
-  constexpr bool tied(size_t t) const { return split_ >= 0 && reads_[t] == (read_before | read_after); }
+  constexpr bool tied(size_t t) const {
+    return split_ >= 0 && p_.tensor_at(t).trainable && reads_[t] == (read_before | read_after);
+  }
   /// True if operator i is an optimizer operator of a tied parameter: the last part runs it on
   /// its copy too.
   constexpr bool tied_update(size_t i) const {
@@ -186,7 +189,7 @@ class cost_walk {
   cost_figures out_{};
   cost_slots<std::int64_t, T> bytes_{}, elements_{};  ///< elements_: of the local part, or -1 (not counted)
   cost_slots<std::int8_t, O> block_of_{};
-  /// Per parameter declared before the split block: read by forward operators before it, after it.
+  /// Per plan input declared before the split block: read by forward operators before it, after it.
   enum : std::int8_t { read_before = 1, read_after = 2 };
   cost_slots<std::int8_t, T> reads_{};
   cost_slots<std::int32_t, O> first_entry_{};  ///< the operator's first reshard entry, or -1
