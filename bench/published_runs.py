@@ -12,8 +12,10 @@ Sources and assumptions (where a source does not say, the choice is stated here)
 - Megatron-LM's 2024 H100 table (seq 4096, vocab 131,072, DP 48, sequence parallelism, flash
   attention, the distributed optimizer: ZeRO-1 over dp with fp32 gradients and master weights,
   its gradient reduce-scatter and parameter all-gather overlapped (--overlap-grad-reduce,
-  --overlap-param-gather), no recomputation, micro-batch 1, the 1F1B schedule), throughput in
-  model FLOPs: 72 B s l h^2 (1 + s/6h + V/12lh).
+  --overlap-param-gather), the tensor-parallel collectives overlapped with the kernels
+  (--tp-comm-overlap: the source's README says the runs overlapped all three), no
+  recomputation, micro-batch 1, the 1F1B schedule), throughput in model FLOPs:
+  72 B s l h^2 (1 + s/6h + V/12lh).
 - Narayanan et al. 2021, Table 1 (A100 80 GB, seq 2048, vocab 51,200, full recomputation, fp32
   gradients and master weights without ZeRO, no overlap of the data-parallel all-reduce,
   micro-batch 1; the interleaved schedule with 2 chunks a stage where a stage's layers are even,
@@ -53,7 +55,7 @@ def request(row, seq, vocab, cluster, megatron2024):
     else:
         training["recompute"] = "full"
     pipeline = {"mesh_dim": "pp", "micro_batches": m, "overlap_grad_reduce": megatron2024,
-                "overlap_param_gather": megatron2024}
+                "overlap_param_gather": megatron2024, "overlap_tensor_parallel": megatron2024}
     chunks = next((v for v in (2, 3) if (layers // pp) % v == 0), 1) if pp > 1 and not megatron2024 else 1
     if chunks > 1:
         pipeline.update({"schedule": "interleaved", "chunks": chunks})

@@ -798,12 +798,13 @@ class simulator {
       if (x.mirror_of == split_) mirror_first_op_ = static_cast<std::int64_t>(x.first_op);
       for (auto i = x.first_op; i < x.end_op; ++i) op_block_[i] = static_cast<std::int64_t>(k);
     }
-    // Where the parameters declared before the block are read (forward, outside it): before it,
-    // after it, or both (tied: a head tied to the embedding, whose gradient's sum of parts runs
-    // once a step, before the optimizer). As the pipeline report does (model/cost/walk.hpp).
+    // Where the parameters declared before the block are read (forward, outside it, other blocks
+    // included): before it, after it, or both (tied: a head tied to the embedding, whose
+    // gradient's sum of parts runs once a step, before the optimizer). As the pipeline report
+    // does (model/cost/walk.hpp).
     reads_.assign(p_.tensor_count(), 0);
     for (std::size_t i = 0; i < p_.op_count(); ++i)
-      if (p_.op_at(i).phase == ctspmd::model::phase::forward && op_block_[i] < 0)
+      if (p_.op_at(i).phase == ctspmd::model::phase::forward && !in_split(i))
         for (auto t : p_.op_at(i).inputs)
           if (p_.tensor_at(t).trainable && t <= b.input.index) reads_[t] |= i < b.first_op ? 1 : 2;
     for (std::size_t i = 0; i < p_.op_count(); ++i)
