@@ -55,6 +55,19 @@ sim::result simulate_model(const Model& m, const model::training_options& o = {}
   return res;
 }
 
+/// Options of a pipeline over mesh dim 0 with 4 micro-batches, without the necessity check (the
+/// tensor-parallel reshards are those of the cases without a pipeline).
+sim::options pipelined(model::pipeline_schedule schedule = model::pipeline_schedule::one_f_one_b, std::int64_t chunks = 1) {
+  sim::options so;
+  so.pipeline.emplace();
+  so.pipeline->mesh_dim = 0;
+  so.pipeline->micro_batches = 4;
+  so.pipeline->schedule = schedule;
+  so.pipeline->chunks = chunks;
+  so.necessity = false;
+  return so;
+}
+
 void check_ok(const sim::result& res) {
   INFO(res.summary());
   CHECK(res.ok());
@@ -149,12 +162,7 @@ TEST_CASE("step simulator: 1F1B and GPipe pipelines of 4 stages and 4 micro-batc
       .n_embd = 16, .n_layer = 4, .n_head = 4, .n_positions = 8, .vocab_size = 32, .tie_word_embeddings = false};
   const auto m = std::make_unique<gpt_model>(
       models::gpt(four_layers, process_mesh({4, 2}), {.tp = 1, .pp = 0}, {.seq = 8, .micro_batch = 2}));
-  sim::options so;
-  so.pipeline.emplace();
-  so.pipeline->mesh_dim = 0;
-  so.pipeline->micro_batches = 4;
-  so.pipeline->schedule = model::pipeline_schedule::one_f_one_b;
-  so.necessity = false;  // (the tensor-parallel reshards are those of the cases above)
+  auto so = pipelined();
   model::training_options o;
   o.master_weights = true;
   const auto res = simulate_model(*m, o, so);
@@ -177,11 +185,7 @@ TEST_CASE("step simulator: a pipeline whose head is tied to the embedding sums t
   // the report's tied_gradient_bytes say.
   constexpr models::gpt_config tied{.n_embd = 16, .n_layer = 4, .n_head = 4, .n_positions = 8, .vocab_size = 32};
   const auto t = std::make_unique<gpt_model>(models::gpt(tied, process_mesh({4, 2}), {.tp = 1, .pp = 0}, {.seq = 8, .micro_batch = 2}));
-  sim::options so;
-  so.pipeline.emplace();
-  so.pipeline->mesh_dim = 0;
-  so.pipeline->micro_batches = 4;
-  so.necessity = false;
+  const auto so = pipelined();
   model::training_options o;
   o.master_weights = true;
   check_ok(simulate_model(*t, o, so));
@@ -220,13 +224,7 @@ TEST_CASE("step simulator: the interleaved schedule, 2 stages of 2 chunks, in Me
   constexpr models::gpt_config four_layers{.n_embd = 16, .n_layer = 4, .n_head = 4, .n_positions = 8, .vocab_size = 32};
   const auto m = std::make_unique<gpt_model>(
       models::gpt(four_layers, process_mesh({2, 2}), {.tp = 1, .pp = 0}, {.seq = 8, .micro_batch = 2}));
-  sim::options so;
-  so.pipeline.emplace();
-  so.pipeline->mesh_dim = 0;
-  so.pipeline->micro_batches = 4;
-  so.pipeline->schedule = model::pipeline_schedule::interleaved;
-  so.pipeline->chunks = 2;
-  so.necessity = false;
+  const auto so = pipelined(model::pipeline_schedule::interleaved, 2);
   model::training_options o;
   o.master_weights = true;
   check_ok(simulate_model(*m, o, so));
